@@ -1,0 +1,106 @@
+// orb: the C++ API. One include is all a program needs.
+//
+//   int Plus(int a, int b) { return a + b; }
+//   ORB_REMOTE(Plus);
+//
+//   int main(int argc, char** argv) {
+//     orb::Init(argc, argv);                   // embedded cluster, or --orb-address=HOST:PORT
+//     auto r = orb::Task(Plus).Remote(1, 2);
+//     std::cout << *orb::Get(r) << "\n";       // 3
+//     orb::Shutdown();
+//   }
+//
+// Init, Shutdown and IsInitialized must not race with each other; everything else is
+// thread-safe once Init has returned.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "orb/config.h"
+#include "orb/errors.h"
+#include "orb/internal/function_registry.h"
+#include "orb/internal/runtime.h"
+#include "orb/object_ref.h"
+#include "orb/serialization.h"
+#include "orb/task_caller.h"
+
+namespace orb {
+
+// Connects to a cluster, or starts an embedded one (see Config::address). In a worker
+// process started by a raylet, Init serves tasks and never returns.
+inline void Init(const Config& config = Config()) { internal::Init(config, 0, nullptr); }
+// Reads --orb-address=HOST:PORT, --orb-token=..., --orb-num-cpus=N and
+// --orb-code-search-path=DIR[:DIR] from the command line.
+inline void Init(int argc, char** argv) { internal::Init(Config(), argc, argv); }
+inline void Init(const Config& config, int argc, char** argv) { internal::Init(config, argc, argv); }
+inline bool IsInitialized() { return internal::IsInitialized(); }
+// Leaves the cluster; stops the embedded cluster if Init started one.
+inline void Shutdown() { internal::Shutdown(); }
+
+template <class T>
+std::shared_ptr<T> Get(const ObjectRef<T>& ref, int64_t timeout_ms = -1) {
+  return ref.Get(timeout_ms);
+}
+
+template <class T>
+std::vector<std::shared_ptr<T>> Get(const std::vector<ObjectRef<T>>& refs, int64_t timeout_ms = -1) {
+  std::vector<internal::RefData> data;
+  data.reserve(refs.size());
+  for (const auto& r : refs) data.push_back(r.data());
+  auto buffers = internal::Get(data, timeout_ms);
+  std::vector<std::shared_ptr<T>> values;
+  values.reserve(buffers.size());
+  for (const auto& b : buffers) values.push_back(std::make_shared<T>(internal::Deserialize<T>(b->data(), b->size(), "object")));
+  return values;
+}
+
+// Stores a value in the cluster and returns a reference this process owns.
+template <class T>
+ObjectRef<T> Put(const T& value) {
+  return ObjectRef<T>(internal::Put(internal::Serialize(value)), internal::AdoptRef{});
+}
+
+// Waits until `num_objects` of `refs` are ready or `timeout_ms` passes (< 0: no limit).
+template <class T>
+WaitResult<T> Wait(const std::vector<ObjectRef<T>>& refs, int num_objects, int64_t timeout_ms = -1) {
+  std::vector<internal::RefData> data;
+  data.reserve(refs.size());
+  for (const auto& r : refs) data.push_back(r.data());
+  std::vector<bool> ready = internal::Wait(data, num_objects, timeout_ms);
+  WaitResult<T> result;
+  for (size_t i = 0; i < refs.size(); ++i) (ready[i] ? result.ready : result.unready).push_back(refs[i]);
+  return result;
+}
+
+struct NodeInfo {
+  std::string node_id;  // hex
+  std::string address;  // raylet "ip:port"
+  bool alive = false;
+  std::map<std::string, double> resources_total;
+  std::map<std::string, double> resources_available;
+  std::map<std::string, std::string> labels;
+};
+
+// Every node the GCS knows, alive or dead.
+inline std::vector<NodeInfo> Nodes() { return internal::ClusterNodes(); }
+
+class RuntimeContext {
+ public:
+  std::string GetNodeId() const { return internal::CurrentNodeId(); }
+  std::string GetJobId() const { return internal::CurrentJobId(); }
+  // Empty in the driver.
+  std::string GetTaskId() const { return internal::CurrentTaskId(); }
+  // Empty outside an actor.
+  std::string GetActorId() const { return ""; }
+  bool WasCurrentActorRestarted() const { return false; }
+};
+
+inline RuntimeContext& GetRuntimeContext() {
+  static RuntimeContext context;
+  return context;
+}
+
+}  // namespace orb

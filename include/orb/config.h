@@ -1,0 +1,41 @@
+// orb::Config: how a program joins (or starts) a cluster. A plain struct; every field
+// has a default.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace orb {
+
+struct Config {
+  // --- Which cluster ---
+  // GCS address "HOST:PORT" of a running cluster (`orb start --head` prints it). Empty:
+  // use $ORB_ADDRESS, or else start an embedded local cluster (a GCS and one raylet)
+  // for this program and stop it at Shutdown().
+  std::string address;
+  // Cluster token. Empty: $ORB_TOKEN, or the token file of the local session that
+  // serves `address`.
+  std::string token;
+  // Namespace for named things (actors, KV keys).
+  std::string ray_namespace;
+
+  // --- How workers run this job's code ---
+  // Directories or shared libraries holding ORB_REMOTE functions. Empty: workers run
+  // this program's own executable in worker mode.
+  std::vector<std::string> code_search_path;
+
+  // --- The embedded cluster only (ignored when connecting to a running one) ---
+  // CPUs to offer; a negative value means the machine's core count.
+  double num_cpus = -1;
+  double num_gpus = 0;
+  std::map<std::string, double> resources;
+  // Object store capacity in bytes; 0 means the raylet's default (512 MiB).
+  long long object_store_memory = 0;
+  // Where session directories (logs, token) go; empty: $ORB_TEMP_DIR or /tmp/orb.
+  std::string log_dir;
+  // How long a request no node can satisfy waits before InfeasibleError, in ms.
+  int infeasible_grace_ms = 3000;
+};
+
+}  // namespace orb

@@ -1,0 +1,56 @@
+// The exceptions the orb C++ API throws. All derive from orb::Error, itself a
+// std::runtime_error, so `catch (const orb::Error&)` catches every orb failure.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace orb {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The task threw; what() holds the function name and the remote message.
+class TaskError : public Error {
+ public:
+  using Error::Error;
+};
+// The worker running the task died and no retries were left.
+class WorkerCrashedError : public Error {
+ public:
+  using Error::Error;
+};
+// The actor is dead (killed, or crashed past its restarts).
+class ActorDiedError : public Error {
+ public:
+  using Error::Error;
+};
+// Every copy of the object is gone (or its owner died) and it cannot be rebuilt.
+class ObjectLostError : public Error {
+ public:
+  using Error::Error;
+};
+// Get passed its timeout.
+class GetTimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+// The object store cannot hold the object.
+class ObjectStoreFullError : public Error {
+ public:
+  using Error::Error;
+};
+// No node can ever satisfy the resource request.
+class InfeasibleError : public Error {
+ public:
+  using Error::Error;
+};
+// A collective failed: a member died, sizes mismatched, timeout, unknown group.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace orb

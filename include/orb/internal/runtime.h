@@ -1,0 +1,70 @@
+// The non-template boundary between the header-only C++ API and liborb. Users do not
+// call these directly; the templates in <orb/api.h> do. No protobuf or gRPC types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "orb/config.h"
+
+namespace orb {
+struct NodeInfo;
+namespace internal {
+
+// A value's serialized bytes: held inline, or mapped from the node's object store
+// (zero-copy; the store keeps the object pinned while this buffer lives).
+class ValueBuffer {
+ public:
+  virtual ~ValueBuffer() = default;
+  virtual const char* data() const = 0;
+  virtual size_t size() const = 0;
+};
+
+// An object reference on the wire: binary object ID and the owner's address.
+struct RefData {
+  std::string id;     // 20 bytes
+  std::string owner;  // "ip:port/worker_id_hex"
+};
+
+struct ArgData {
+  bool is_ref = false;
+  std::string value;  // serialized value when !is_ref
+  RefData ref;
+};
+
+struct TaskOptionsData {
+  std::map<std::string, double> resources;  // default {"CPU": 1}
+  bool resources_set = false;
+  int max_retries = 3;
+  std::string name;
+};
+
+void Init(const Config& config, int argc, char** argv);
+void Shutdown();
+bool IsInitialized();
+
+// SubmitTask and Put return a RefData that already holds one local reference.
+RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options);
+RefData Put(std::string bytes);
+// Values in order; throws the orb::Error subclass a failed object carries, or
+// GetTimeoutError. timeout_ms < 0 waits forever.
+std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms);
+// Ready flags, once `num_objects` are ready or the timeout passes.
+std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms);
+
+// Reference counting of owned objects: an object is freed when no ObjectRef to it
+// remains in its owner and no pending task needs it.
+void AddLocalReference(const std::string& id);
+void RemoveLocalReference(const std::string& id);
+
+std::string CurrentNodeId();
+std::string CurrentJobId();
+std::string CurrentTaskId();
+std::vector<NodeInfo> ClusterNodes();
+
+}  // namespace internal
+}  // namespace orb

@@ -1,0 +1,34 @@
+// Serialization of user values with msgpack (readable from C++ and Python alike).
+// Anything msgpack can pack works: numbers, strings, vectors, maps, tuples, and
+// structs with MSGPACK_DEFINE.
+#pragma once
+
+#ifndef MSGPACK_NO_BOOST
+#define MSGPACK_NO_BOOST
+#endif
+#include <msgpack.hpp>
+#include <string>
+
+#include "orb/errors.h"
+
+namespace orb::internal {
+
+template <class T>
+std::string Serialize(const T& value) {
+  msgpack::sbuffer buffer;
+  msgpack::pack(buffer, value);
+  return std::string(buffer.data(), buffer.size());
+}
+
+// Throws orb::Error naming the expected type when the bytes do not hold a T.
+template <class T>
+T Deserialize(const char* data, size_t size, const char* what = "value") {
+  try {
+    msgpack::object_handle handle = msgpack::unpack(data, size);
+    return handle.get().as<T>();
+  } catch (const std::exception& e) {
+    throw Error(std::string("cannot deserialize ") + what + " as the requested type: " + e.what());
+  }
+}
+
+}  // namespace orb::internal

@@ -1,0 +1,105 @@
+// orb::Task(f): builds a task invocation; Remote(args...) submits it.
+//
+//   orb::ObjectRef<int> r = orb::Task(Plus).SetResource("CPU", 2).Remote(1, 2);
+//
+// Arguments are values (serialized now) or ObjectRefs (resolved to their values before
+// the task runs). Misuse is a compile error: wrong arity or an argument that does not
+// convert to the parameter type.
+#pragma once
+
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "orb/errors.h"
+#include "orb/internal/function_registry.h"
+#include "orb/object_ref.h"
+
+namespace orb {
+namespace internal {
+
+template <class T>
+struct IsObjectRef : std::false_type {};
+template <class T>
+struct IsObjectRef<ObjectRef<T>> : std::true_type {};
+
+template <class Param, class Arg>
+constexpr bool ArgumentFits() {
+  using A = std::decay_t<Arg>;
+  if constexpr (IsObjectRef<A>::value) {
+    return std::is_convertible_v<typename A::ValueType, std::decay_t<Param>>;
+  } else {
+    return std::is_convertible_v<Arg, std::decay_t<Param>>;
+  }
+}
+
+template <class Param, class Arg>
+ArgData MakeArg(Arg&& arg) {
+  ArgData data;
+  if constexpr (IsObjectRef<std::decay_t<Arg>>::value) {
+    data.is_ref = true;
+    data.ref = arg.data();
+  } else {
+    data.value = Serialize(static_cast<std::decay_t<Param>>(std::forward<Arg>(arg)));
+  }
+  return data;
+}
+
+}  // namespace internal
+
+template <class F>
+class TaskCaller;
+
+template <class R, class... Params>
+class TaskCaller<R (*)(Params...)> {
+ public:
+  using Function = R (*)(Params...);
+  static_assert(!std::is_pointer_v<R> || !std::is_class_v<std::remove_pointer_t<R>>,
+                "this function returns a class pointer: it is an actor factory, use orb::Actor(f)");
+
+  explicit TaskCaller(Function f) : name_(internal::FunctionRegistry::Instance().NameOf(internal::FunctionKey(f))) {
+    if (name_.empty()) throw Error("function is not registered as remote: add ORB_REMOTE(<function>) at namespace scope");
+  }
+
+  // Requests `amount` of a resource ("CPU", "GPU", "memory" or a custom name).
+  TaskCaller& SetResource(const std::string& name, double amount) {
+    options_.resources[name] = amount;
+    options_.resources_set = true;
+    return *this;
+  }
+  TaskCaller& SetResources(const std::map<std::string, double>& resources) {
+    for (const auto& [name, amount] : resources) options_.resources[name] = amount;
+    options_.resources_set = true;
+    return *this;
+  }
+  // Reruns the task up to `n` times if its worker or node dies (default 3).
+  TaskCaller& SetMaxRetries(int n) {
+    options_.max_retries = n;
+    return *this;
+  }
+  TaskCaller& SetName(const std::string& name) {
+    options_.name = name;
+    return *this;
+  }
+
+  template <class... Args>
+  ObjectRef<R> Remote(Args&&... args) {
+    static_assert(sizeof...(Args) == sizeof...(Params), "wrong number of arguments for this remote function");
+    static_assert((internal::ArgumentFits<Params, Args>() && ...),
+                  "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
+    std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
+    return ObjectRef<R>(internal::SubmitTask(name_, std::move(wire), options_), internal::AdoptRef{});
+  }
+
+ private:
+  std::string name_;
+  internal::TaskOptionsData options_;
+};
+
+template <class R, class... Params>
+TaskCaller<R (*)(Params...)> Task(R (*f)(Params...)) {
+  return TaskCaller<R (*)(Params...)>(f);
+}
+
+}  // namespace orb

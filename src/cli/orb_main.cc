@@ -1,0 +1,41 @@
+// orb: the command line. `orb start --head`, `orb start --address`, `orb status`, `orb stop`.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"orb: a distributed task runtime. Start a cluster, add nodes, inspect and stop it."};
+  app.require_subcommand(1);
+  orb::cli::StartOptions start;
+  auto* start_cmd = app.add_subcommand("start", "start a head node (--head) or add a node to a cluster (--address)");
+  start_cmd->add_flag("--head", start.head, "start the GCS and a raylet: a new cluster");
+  start_cmd->add_option("--address", start.address, "GCS address HOST:PORT of the cluster to join");
+  start_cmd->add_option("--port", start.port, "GCS port for --head (0 picks a free one)")->check(CLI::Range(0, 65535));
+  start_cmd->add_option("--num-cpus", start.num_cpus, "CPUs this node offers (default: core count)")
+      ->check(CLI::NonNegativeNumber);
+  start_cmd->add_option("--num-gpus", start.num_gpus, "GPUs this node offers (default: detected)")
+      ->check(CLI::NonNegativeNumber);
+  start_cmd->add_option("--memory", start.memory, "memory this node offers for tasks, bytes")
+      ->check(CLI::NonNegativeNumber);
+  start_cmd->add_option("--resources", start.resources, "custom resources as JSON, e.g. '{\"zone_a\": 4}'");
+  start_cmd->add_option("--labels", start.labels, "node labels as JSON, e.g. '{\"zone\": \"a\"}'");
+  start_cmd->add_option("--object-store-memory", start.object_store_memory, "object store capacity, bytes");
+  start_cmd->add_option("--node-ip-address", start.node_ip, "address other processes use to reach this node");
+  start_cmd->add_option("--storage-dir", start.storage_dir, "GCS RocksDB directory (default: <session>/storage)");
+  start_cmd->add_option("--token", start.token, "cluster token when joining (default: the local session's)");
+  start_cmd->callback([&] { std::exit(orb::cli::Start(start)); });
+
+  std::string status_address;
+  auto* status_cmd = app.add_subcommand("status", "show nodes, resource usage and pending demand");
+  status_cmd->add_option("--address", status_address, "GCS address (default: the local cluster)");
+  status_cmd->callback([&] { std::exit(orb::cli::Status(status_address)); });
+
+  bool force = false;
+  auto* stop_cmd = app.add_subcommand("stop", "stop every orb process of this user on this machine");
+  stop_cmd->add_flag("-f,--force", force, "SIGKILL at once instead of SIGTERM first");
+  stop_cmd->callback([&] { std::exit(orb::cli::Stop(force)); });
+
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

@@ -1,0 +1,40 @@
+// A single-threaded event loop: the one thread on which a daemon's state machine runs.
+//
+// gRPC handlers and timers post closures here, so component logic needs no locks.
+// Post() and RunAfter() are thread-safe; everything posted runs on the loop thread in
+// order. The Asio io_context lives in the .cc so that headers stay light.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace orb {
+
+class EventLoop {
+ public:
+  EventLoop();
+  ~EventLoop();  // stops the loop and joins its thread
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Starts the loop on its own thread.
+  void Start();
+  // Runs the loop on the calling thread until Stop().
+  void Run();
+  void Stop();
+
+  void Post(std::function<void()> fn);
+  // Runs `fn` once after `delay` on the loop.
+  void RunAfter(std::chrono::milliseconds delay, std::function<void()> fn);
+  // Runs `fn` every `period` until it returns false or the loop stops.
+  void RunEvery(std::chrono::milliseconds period, std::function<bool()> fn);
+
+  bool IsLoopThread() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orb

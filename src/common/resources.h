@@ -1,0 +1,46 @@
+// Resource amounts (CPU, GPU, memory, custom names) in fixed point, so that fractional
+// requests add and subtract without drift: 0.1 + 0.2 == 0.3 here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace orb {
+
+class ResourceSet {
+ public:
+  static constexpr int64_t kUnit = 10000;  // amounts are stored in 1/10000ths
+
+  ResourceSet() = default;
+  static ResourceSet FromMap(const std::map<std::string, double>& amounts);
+  template <class Map>
+  static ResourceSet FromAnyMap(const Map& amounts) {
+    std::map<std::string, double> m(amounts.begin(), amounts.end());
+    return FromMap(m);
+  }
+  // Parses a JSON object such as {"CPU": 2, "accel": 0.5}; rejects negative, NaN or
+  // non-numeric amounts with an InvalidArgument naming the resource.
+  static absl::StatusOr<ResourceSet> ParseJson(const std::string& json);
+  // Checks amounts a caller asked for: finite and not negative.
+  static absl::Status Validate(const std::map<std::string, double>& amounts);
+
+  std::map<std::string, double> ToMap() const;
+  double Get(const std::string& name) const;
+  void Set(const std::string& name, double amount);
+
+  // True when every amount in `request` is available here.
+  bool Contains(const ResourceSet& request) const;
+  void Add(const ResourceSet& other);
+  void Subtract(const ResourceSet& other);
+  bool IsEmpty() const { return amounts_.empty(); }
+  std::string ToString() const;
+  bool operator==(const ResourceSet& o) const { return amounts_ == o.amounts_; }
+
+ private:
+  std::map<std::string, int64_t> amounts_;  // zero amounts are not stored
+};
+
+}  // namespace orb

@@ -1,0 +1,57 @@
+#include "common/rpc.h"
+
+namespace orb {
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token) {
+  if (token.empty()) return true;
+  const auto& metadata = ctx->client_metadata();
+  auto it = metadata.find(kTokenMetadataKey);
+  if (it == metadata.end() || it->second.size() != token.size()) return false;
+  // Constant-time comparison: a wrong token takes as long whichever byte differs.
+  unsigned char diff = 0;
+  const char* presented = it->second.data();
+  for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(presented[i] ^ token[i]);
+  return diff == 0;
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // Separate channels per client object: a busy stream must not stall control calls.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+absl::StatusOr<StartedServer> StartServer(const std::string& host, int port,
+                                          const std::vector<grpc::Service*>& services) {
+  StartedServer started;
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  // Without this, a second server could bind the same port and steal half the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(),
+                           &started.port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  started.server = builder.BuildAndStart();
+  if (!started.server || started.port == 0) {
+    return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) +
+                                  " (address in use or not local?)");
+  }
+  return started;
+}
+
+}  // namespace orb

@@ -1,0 +1,118 @@
+#include "common/session.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/id.h"
+
+namespace fs = std::filesystem;
+
+namespace orb {
+
+std::string TempRoot() {
+  const char* env = std::getenv("ORB_TEMP_DIR");
+  return env && *env ? env : "/tmp/orb";
+}
+
+absl::StatusOr<std::string> CreateSessionDir() {
+  std::time_t now = std::time(nullptr);
+  char stamp[64];
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
+  std::string dir = TempRoot() + "/session_" + stamp + "_" + std::to_string(getpid());
+  std::error_code ec;
+  fs::create_directories(dir + "/logs", ec);
+  if (ec) return absl::PermissionDeniedError("cannot create session directory " + dir + ": " + ec.message());
+  fs::permissions(TempRoot(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec, ec);
+  std::string link = TempRoot() + "/session_latest";
+  fs::remove(link, ec);
+  fs::create_directory_symlink(dir, link, ec);
+  return dir;
+}
+
+std::string GenerateToken() {
+  uint8_t bytes[32];
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) id_internal::FillRandom(bytes, sizeof(bytes));
+  return id_internal::ToHex(bytes, sizeof(bytes));
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+absl::Status WriteStringToFile(const std::string& path, const std::string& contents, int mode) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError("cannot write " + tmp);
+    ::chmod(tmp.c_str(), mode);
+    out << contents;
+    if (!out.flush()) return absl::DataLossError("short write to " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return absl::PermissionDeniedError("cannot rename to " + path);
+  return absl::OkStatus();
+}
+
+std::string FindSessionForAddress(const std::string& gcs_address) {
+  std::error_code ec;
+  std::string best;
+  fs::file_time_type best_time;
+  for (const auto& entry : fs::directory_iterator(TempRoot(), ec)) {
+    if (entry.path().filename().string().rfind("session_2", 0) != 0) continue;
+    auto address = ReadFileToString(entry.path().string() + "/address");
+    if (!address.ok() || *address != gcs_address) continue;
+    auto time = fs::last_write_time(entry.path(), ec);
+    if (best.empty() || time > best_time) {
+      best = entry.path().string();
+      best_time = time;
+    }
+  }
+  return best;
+}
+
+std::string FindTokenForAddress(const std::string& gcs_address) {
+  const char* env = std::getenv("ORB_TOKEN");
+  if (env && *env) return env;
+  std::string session = FindSessionForAddress(gcs_address);
+  if (session.empty()) return "";
+  auto token = ReadFileToString(session + "/token");
+  return token.ok() ? *token : "";
+}
+
+std::string FindLocalClusterAddress() {
+  auto address = ReadFileToString(TempRoot() + "/session_latest/address");
+  if (!address.ok()) return "";
+  auto pid = ReadFileToString(TempRoot() + "/session_latest/gcs.pid");
+  if (!pid.ok() || ::kill(std::atoi(pid->c_str()), 0) != 0) return "";
+  return *address;
+}
+
+absl::Status ParseAddress(const std::string& address, std::string* host, int* port) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError("address '" + address + "' is not HOST:PORT");
+  }
+  char* end = nullptr;
+  long p = std::strtol(address.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p <= 0 || p > 65535) {
+    return absl::InvalidArgumentError("address '" + address + "' has an invalid port");
+  }
+  *host = address.substr(0, colon);
+  *port = static_cast<int>(p);
+  return absl::OkStatus();
+}
+
+}  // namespace orb

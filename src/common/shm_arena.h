@@ -1,0 +1,38 @@
+// One shared-memory file in /dev/shm, mapped into the raylet and into every local worker.
+//
+// The raylet creates it at start (Create) with every page touched, so that writers
+// later copy at memory speed instead of taking a page fault per 4 KiB. Workers map the
+// same file once (Attach) and read objects in place: a Get on the node is zero-copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace orb {
+
+class ShmArena {
+ public:
+  // Creates `path` (a /dev/shm file) of `size` bytes and maps it, pre-faulted.
+  static absl::StatusOr<std::unique_ptr<ShmArena>> Create(const std::string& path, size_t size);
+  // Maps an existing arena read-write; pages are populated eagerly.
+  static absl::StatusOr<std::unique_ptr<ShmArena>> Attach(const std::string& path, size_t size);
+  ~ShmArena();  // unmaps; the creator also unlinks the file
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  ShmArena(std::string path, uint8_t* data, size_t size, bool owner)
+      : path_(std::move(path)), data_(data), size_(size), owner_(owner) {}
+  std::string path_;
+  uint8_t* data_;
+  size_t size_;
+  bool owner_;
+};
+
+}  // namespace orb

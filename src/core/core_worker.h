@@ -1,0 +1,111 @@
+// The core worker: the library inside every driver and worker. A thin facade over
+//   - ObjectTable      (the objects this process owns and their references),
+//   - StoreClient      (the node's shared-memory object store),
+//   - TaskSubmitter    (leases and pushes the tasks this process owns),
+//   - TaskReceiver     (runs tasks pushed to this process, in worker mode),
+// plus the CoreWorkerService it serves (PushTasks, GetObjectStatus).
+//
+// Thread-safe: the C++ API calls it from any user thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/event_loop.h"
+#include "common/id.h"
+#include "common/rpc.h"
+#include "core/object_table.h"
+#include "core/store_client.h"
+#include "core/task_receiver.h"
+#include "core/task_submitter.h"
+#include "core/worker_client_pool.h"
+#include "gcs_service.grpc.pb.h"
+#include "orb/api.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace orb {
+
+struct CoreWorkerOptions {
+  bool is_driver = true;
+  std::string gcs_address;
+  std::string raylet_address;  // empty (driver): the earliest alive raylet on this host
+  std::string token;
+  std::string node_ip = "127.0.0.1";
+  // Driver only: how raylets start this job's workers.
+  std::string worker_executable;
+  std::vector<std::string> code_search_path;
+  std::string ray_namespace;
+  // Worker only: identity given by the raylet.
+  JobID job_id;
+  WorkerID worker_id;
+  // Values up to this size travel inline; larger ones go through the object store.
+  size_t max_inline_bytes = 100 * 1024;
+};
+
+class CoreWorker {
+ public:
+  static absl::StatusOr<std::unique_ptr<CoreWorker>> Connect(CoreWorkerOptions options);
+  ~CoreWorker();
+
+  internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
+                               const internal::TaskOptionsData& options);
+  internal::RefData Put(std::string bytes);
+  std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
+                                                          int64_t timeout_ms);
+  std::vector<bool> Wait(const std::vector<internal::RefData>& refs, int num_objects, int64_t timeout_ms);
+  void AddLocalReference(const std::string& id);
+  void RemoveLocalReference(const std::string& id);
+  std::vector<NodeInfo> Nodes();
+
+  // Worker mode: runs pushed tasks on this thread until the worker is told to exit.
+  void RunTaskLoop();
+  // Leaves the cluster: returns leases, marks the job finished (driver), stops serving.
+  void Disconnect();
+
+  const NodeID& node_id() const { return node_id_; }
+  const JobID& job_id() const { return options_.job_id; }
+  std::string CurrentTaskId() const;
+
+  void HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTasksReply* reply, SendReply send);
+  void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,
+                             SendReply send);
+  void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
+
+ private:
+  explicit CoreWorker(CoreWorkerOptions options);
+  absl::Status Start();
+  absl::Status FindLocalRaylet();
+  ObjectID NextPutId();
+  // The value of one object, waiting until `deadline`; throws orb::Error subclasses.
+  std::shared_ptr<internal::ValueBuffer> GetOne(const internal::RefData& ref,
+                                                std::chrono::steady_clock::time_point deadline);
+  std::shared_ptr<internal::ValueBuffer> Materialize(const ObjectID& id, ObjectValuePtr value,
+                                                     std::chrono::steady_clock::time_point deadline);
+  ObjectValuePtr AskOwner(const ObjectID& id, const std::string& owner,
+                          std::chrono::steady_clock::time_point deadline);
+  rpc::ObjectValue StoreValue(const ObjectID& id, std::string bytes, const rpc::Address& owner);
+  void SetBlocked(bool blocked);
+  std::string OwnerString() const;
+
+  CoreWorkerOptions options_;
+  NodeID node_id_;
+  rpc::Address self_address_;
+  EventLoop loop_;
+  std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
+  std::unique_ptr<RpcClient<rpc::RayletService>> raylet_;
+  std::unique_ptr<WorkerClientPool> worker_clients_;
+  std::unique_ptr<ObjectTable> objects_;
+  std::unique_ptr<StoreClient> store_;
+  std::unique_ptr<TaskSubmitter> submitter_;
+  std::unique_ptr<TaskReceiver> receiver_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::atomic<uint32_t> put_index_{0};
+  TaskID driver_task_id_;  // the pseudo-task that a driver's Puts and submissions belong to
+  std::atomic<bool> disconnected_{false};
+};
+
+}  // namespace orb

@@ -1,0 +1,69 @@
+#include "core/embedded_cluster.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/daemon_launcher.h"
+#include "common/process.h"
+#include "common/session.h"
+
+namespace fs = std::filesystem;
+
+namespace orb {
+
+absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Config& config) {
+  std::string gcs_bin = FindOrbBinary("gcs_server");
+  std::string raylet_bin = FindOrbBinary("raylet");
+  if (gcs_bin.empty() || raylet_bin.empty()) {
+    return absl::NotFoundError("cannot find the gcs_server and raylet binaries (set ORB_BIN_DIR, or put them on PATH)");
+  }
+  if (!config.log_dir.empty()) ::setenv("ORB_TEMP_DIR", config.log_dir.c_str(), 1);
+  auto session = CreateSessionDir();
+  if (!session.ok()) return session.status();
+  std::unique_ptr<EmbeddedCluster> cluster(new EmbeddedCluster());
+  cluster->session_dir_ = *session;
+  cluster->token_ = GenerateToken();
+  std::string token_file = *session + "/token";
+  if (auto s = WriteStringToFile(token_file, cluster->token_, 0600); !s.ok()) return s;
+
+  auto gcs = StartDaemon({gcs_bin, "--port", "0", "--token-file", token_file, "--log-file",
+                          *session + "/logs/gcs_server.log"},
+                         *session + "/logs/gcs_server.out", /*die_with_parent=*/true, std::chrono::seconds(20));
+  if (!gcs.ok()) return gcs.status();
+  cluster->gcs_pid_ = gcs->pid;
+  cluster->gcs_address_ = gcs->address;
+  WriteStringToFile(*session + "/address", gcs->address).IgnoreError();
+  WriteStringToFile(*session + "/gcs.pid", std::to_string(gcs->pid)).IgnoreError();
+
+  std::vector<std::string> raylet_argv = {raylet_bin, "--gcs-address", gcs->address, "--port", "0",
+                                          "--session-dir", *session, "--token-file", token_file,
+                                          "--log-file", *session + "/logs/raylet.log",
+                                          "--infeasible-grace-ms", std::to_string(config.infeasible_grace_ms)};
+  if (config.num_cpus >= 0) raylet_argv.insert(raylet_argv.end(), {"--num-cpus", std::to_string(config.num_cpus)});
+  raylet_argv.insert(raylet_argv.end(), {"--num-gpus", std::to_string(config.num_gpus)});
+  if (config.object_store_memory > 0) {
+    raylet_argv.insert(raylet_argv.end(), {"--object-store-memory", std::to_string(config.object_store_memory)});
+  }
+  if (!config.resources.empty()) {
+    std::string json = "{";
+    for (const auto& [k, v] : config.resources) json += (json.size() > 1 ? "," : "") + ("\"" + k + "\":" + std::to_string(v));
+    raylet_argv.insert(raylet_argv.end(), {"--resources", json + "}"});
+  }
+  auto raylet = StartDaemon(raylet_argv, *session + "/logs/raylet.out", /*die_with_parent=*/true,
+                            std::chrono::seconds(20));
+  if (!raylet.ok()) return raylet.status();
+  cluster->raylet_pid_ = raylet->pid;
+  WriteStringToFile(*session + "/raylet.pid", std::to_string(raylet->pid)).IgnoreError();
+  return cluster;
+}
+
+EmbeddedCluster::~EmbeddedCluster() {
+  StopProcess(raylet_pid_, std::chrono::milliseconds(3000));
+  StopProcess(gcs_pid_, std::chrono::milliseconds(2000));
+}
+
+}  // namespace orb

@@ -1,0 +1,67 @@
+#include "orb/internal/function_registry.h"
+
+#include <map>
+#include <mutex>
+
+namespace orb::internal {
+
+struct FunctionRegistry::Impl {
+  mutable std::mutex mu;
+  std::map<std::string, Invoker> by_name;
+  std::map<std::string, std::string> name_by_key;
+};
+
+FunctionRegistry::FunctionRegistry() : impl_(new Impl) {}
+
+FunctionRegistry& FunctionRegistry::Instance() {
+  // Never destroyed: static destructors of user code may still look functions up.
+  static FunctionRegistry* registry = new FunctionRegistry();
+  return *registry;
+}
+
+void FunctionRegistry::Register(const std::string& name, const std::string& key, Invoker invoker) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->by_name[name] = std::move(invoker);
+  impl_->name_by_key[key] = name;
+}
+
+const Invoker* FunctionRegistry::Find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->by_name.find(name);
+  return it == impl_->by_name.end() || !it->second ? nullptr : &it->second;
+}
+
+std::string FunctionRegistry::NameOf(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->name_by_key.find(key);
+  return it == impl_->name_by_key.end() ? std::string() : it->second;
+}
+
+std::vector<std::string> FunctionRegistry::Names() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> names;
+  for (const auto& [name, invoker] : impl_->by_name) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> SplitRemoteNames(const std::string& names) {
+  std::vector<std::string> out;
+  std::string current;
+  int depth = 0;
+  for (char c : names) {
+    if (c == '(' || c == '<') ++depth;
+    if (c == ')' || c == '>') --depth;
+    if (c == ',' && depth == 0) {
+      out.push_back(current);
+      current.clear();
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n') continue;
+    if (c == '&' && current.empty()) continue;
+    current.push_back(c);
+  }
+  if (!current.empty()) out.push_back(current);
+  return out;
+}
+
+}  // namespace orb::internal

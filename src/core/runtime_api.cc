@@ -1,0 +1,166 @@
+// The functions behind <orb/api.h>: one CoreWorker per process, created by Init.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+
+#include "common/logging.h"
+#include "common/process.h"
+#include "common/session.h"
+#include "core/core_worker.h"
+#include "core/embedded_cluster.h"
+#include "core/library_loader.h"
+#include "orb/api.h"
+
+namespace orb::internal {
+namespace {
+
+std::unique_ptr<EmbeddedCluster> g_cluster;
+std::unique_ptr<CoreWorker> g_worker;
+
+CoreWorker& Worker() {
+  if (!g_worker) throw Error("orb is not initialized: call orb::Init() first");
+  return *g_worker;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// Applies --orb-* flags to `config`. Unknown --orb-* flags are an error: a typo must
+// not silently start an embedded cluster instead of joining the intended one.
+void ApplyFlags(Config* config, int argc, char** argv) {
+  for (int i = 1; i < argc && argv; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--orb-", 0) != 0 || arg == "--orb-worker-mode") continue;
+    auto eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name == "--orb-address") {
+      config->address = value;
+    } else if (name == "--orb-token") {
+      config->token = value;
+    } else if (name == "--orb-namespace") {
+      config->ray_namespace = value;
+    } else if (name == "--orb-num-cpus") {
+      config->num_cpus = std::atof(value.c_str());
+    } else if (name == "--orb-code-search-path") {
+      std::stringstream ss(value);
+      std::string dir;
+      while (std::getline(ss, dir, ':')) config->code_search_path.push_back(dir);
+    } else {
+      throw Error("unknown flag " + name +
+                  " (known: --orb-address, --orb-token, --orb-namespace, --orb-num-cpus, --orb-code-search-path)");
+    }
+  }
+}
+
+[[noreturn]] void RunWorker() {
+  InitLogging("worker", "");
+  CoreWorkerOptions options;
+  options.is_driver = false;
+  options.gcs_address = Env("ORB_GCS_ADDRESS");
+  options.raylet_address = Env("ORB_RAYLET_ADDRESS");
+  options.token = Env("ORB_TOKEN");
+  options.job_id = JobID::FromHex(Env("ORB_JOB_ID"));
+  options.worker_id = WorkerID::FromHex(Env("ORB_WORKER_ID"));
+  if (auto s = LoadCodeSearchPath(Env("ORB_CODE_SEARCH_PATH")); !s.ok()) {
+    std::cerr << "orb worker: " << s.message() << std::endl;
+  }
+  auto worker = CoreWorker::Connect(options);
+  if (!worker.ok()) {
+    std::cerr << "orb worker: " << worker.status().message() << std::endl;
+    std::_Exit(1);
+  }
+  g_worker = std::move(*worker);
+  g_worker->RunTaskLoop();
+  std::cout.flush();
+  std::_Exit(0);  // skip static destructors: gRPC threads may still be running
+}
+
+}  // namespace
+
+void Init(const Config& base, int argc, char** argv) {
+  if (Env("ORB_WORKER_MODE") == "1") RunWorker();
+  if (g_worker) throw Error("orb is already initialized");
+  Config config = base;
+  ApplyFlags(&config, argc, argv);
+  if (config.address.empty()) config.address = Env("ORB_ADDRESS");
+  if (config.address == "auto") config.address = FindLocalClusterAddress();
+  static std::once_flag logging_once;
+  std::call_once(logging_once, [] { InitLogging("driver", ""); });
+  spdlog::set_level(spdlog::level::warn);
+  if (const char* level = std::getenv("ORB_LOG_LEVEL")) spdlog::set_level(spdlog::level::from_str(level));
+
+  CoreWorkerOptions options;
+  if (config.address.empty()) {
+    auto cluster = EmbeddedCluster::Start(config);
+    if (!cluster.ok()) throw Error("cannot start the embedded cluster: " + std::string(cluster.status().message()));
+    g_cluster = std::move(*cluster);
+    options.gcs_address = g_cluster->gcs_address();
+    options.token = g_cluster->token();
+  } else {
+    std::string host;
+    int port;
+    if (auto s = ParseAddress(config.address, &host, &port); !s.ok()) throw Error(std::string(s.message()));
+    options.gcs_address = config.address;
+    options.token = config.token.empty() ? FindTokenForAddress(config.address) : config.token;
+  }
+  for (const auto& p : config.code_search_path) {
+    options.code_search_path.push_back(std::filesystem::absolute(p).string());
+  }
+  if (options.code_search_path.empty()) options.worker_executable = SelfExecutablePath();
+  options.ray_namespace = config.ray_namespace;
+  auto worker = CoreWorker::Connect(options);
+  if (!worker.ok()) {
+    g_cluster.reset();
+    auto code = worker.status().code();
+    std::string why(worker.status().message());
+    if (code == absl::StatusCode::kUnauthenticated) why += " (pass the cluster token: --orb-token or ORB_TOKEN)";
+    throw Error("orb::Init failed: " + why);
+  }
+  g_worker = std::move(*worker);
+}
+
+void Shutdown() {
+  if (g_worker) g_worker->Disconnect();
+  g_worker.reset();
+  g_cluster.reset();
+}
+
+bool IsInitialized() { return g_worker != nullptr; }
+
+RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options) {
+  return Worker().SubmitTask(function_name, std::move(args), options);
+}
+
+RefData Put(std::string bytes) { return Worker().Put(std::move(bytes)); }
+
+std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms) {
+  return Worker().Get(refs, timeout_ms);
+}
+
+std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms) {
+  return Worker().Wait(refs, num_objects, timeout_ms);
+}
+
+void AddLocalReference(const std::string& id) {
+  if (g_worker) g_worker->AddLocalReference(id);
+}
+
+void RemoveLocalReference(const std::string& id) {
+  if (g_worker) g_worker->RemoveLocalReference(id);
+}
+
+std::string CurrentNodeId() { return Worker().node_id().Hex(); }
+std::string CurrentJobId() { return Worker().job_id().Hex(); }
+std::string CurrentTaskId() {
+  std::string id = Worker().CurrentTaskId();
+  return id.empty() ? "" : TaskID::FromBinary(id).Hex();
+}
+std::vector<NodeInfo> ClusterNodes() { return Worker().Nodes(); }
+
+}  // namespace orb::internal

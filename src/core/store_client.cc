@@ -1,0 +1,82 @@
+#include "core/store_client.h"
+
+#include <cstring>
+
+namespace orb {
+namespace {
+
+class StoreBuffer : public internal::ValueBuffer {
+ public:
+  StoreBuffer(const char* data, size_t size, std::function<void()> release)
+      : data_(data), size_(size), release_(std::move(release)) {}
+  ~StoreBuffer() override { release_(); }
+  const char* data() const override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+  std::function<void()> release_;
+};
+
+}  // namespace
+
+StoreClient::StoreClient(RpcClient<rpc::RayletService>* raylet, WorkerID self, std::unique_ptr<ShmArena> arena)
+    : raylet_(raylet), self_(self), arena_(std::move(arena)) {}
+
+absl::Status StoreClient::Put(const ObjectID& id, const std::string& bytes, const rpc::Address& owner) {
+  rpc::CreateObjectRequest create;
+  create.set_object_id(id.Binary());
+  create.set_size(static_cast<int64_t>(bytes.size()));
+  *create.mutable_owner() = owner;
+  auto created = raylet_->CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), create);
+  if (!created.ok()) return created.status();
+  if (created->error().type() == rpc::OBJECT_STORE_FULL) return absl::ResourceExhaustedError(created->error().message());
+  if (created->already_exists()) return absl::OkStatus();  // a retried task wrote it before
+  uint64_t offset = static_cast<uint64_t>(created->offset());
+  if (offset + bytes.size() > arena_->size()) return absl::InternalError("raylet returned an offset outside the arena");
+  std::memcpy(arena_->data() + offset, bytes.data(), bytes.size());
+  rpc::SealObjectRequest seal;
+  seal.set_object_id(id.Binary());
+  auto sealed = raylet_->CallSync<rpc::SealObjectReply>(ORB_RPC(SealObject), seal);
+  return sealed.ok() ? absl::OkStatus() : sealed.status();
+}
+
+absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Get(const ObjectID& id, int64_t timeout_ms) {
+  rpc::GetObjectsRequest request;
+  request.add_object_ids(id.Binary());
+  request.set_worker_id(self_.Binary());
+  request.set_timeout_ms(static_cast<int32_t>(std::min<int64_t>(timeout_ms < 0 ? 60000 : timeout_ms, 60000)));
+  CallOptions options;
+  options.timeout = std::chrono::milliseconds(request.timeout_ms() + 10000);
+  auto reply = raylet_->CallSync<rpc::GetObjectsReply>(ORB_RPC(GetObjects), request, options);
+  if (!reply.ok()) return reply.status();
+  if (reply->objects_size() != 1 || !reply->objects(0).found()) {
+    return absl::NotFoundError("object " + id.Hex() + " is not in this node's object store");
+  }
+  const auto& loc = reply->objects(0);
+  if (static_cast<uint64_t>(loc.offset() + loc.size()) > arena_->size()) {
+    return absl::InternalError("raylet returned a location outside the arena");
+  }
+  auto* raylet = raylet_;
+  std::string worker = self_.Binary();
+  std::string binary = id.Binary();
+  return std::shared_ptr<internal::ValueBuffer>(std::make_shared<StoreBuffer>(
+      reinterpret_cast<const char*>(arena_->data() + loc.offset()), static_cast<size_t>(loc.size()),
+      [raylet, worker, binary] {
+        rpc::ReleaseObjectsRequest release;
+        release.add_object_ids(binary);
+        release.set_worker_id(worker);
+        raylet->Call<rpc::ReleaseObjectsReply>(ORB_RPC(ReleaseObjects), release,
+                                               [](const absl::Status&, rpc::ReleaseObjectsReply&&) {});
+      }));
+}
+
+void StoreClient::Delete(const ObjectID& id) {
+  rpc::DeleteObjectsRequest request;
+  request.add_object_ids(id.Binary());
+  raylet_->Call<rpc::DeleteObjectsReply>(ORB_RPC(DeleteObjects), request,
+                                         [](const absl::Status&, rpc::DeleteObjectsReply&&) {});
+}
+
+}  // namespace orb

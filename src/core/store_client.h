@@ -1,0 +1,39 @@
+// A worker's or driver's view of its node's shared-memory object store: the arena is
+// mapped once at connect, and objects are written and read in place. Create, seal,
+// get (pin) and release go to the raylet over RPC; bytes never do.
+// Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/id.h"
+#include "common/rpc.h"
+#include "common/shm_arena.h"
+#include "orb/internal/runtime.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace orb {
+
+class StoreClient {
+ public:
+  StoreClient(RpcClient<rpc::RayletService>* raylet, WorkerID self, std::unique_ptr<ShmArena> arena);
+
+  // Copies `bytes` into a new sealed object owned by `owner`. ResourceExhausted when the
+  // store cannot hold it (ObjectStoreFull).
+  absl::Status Put(const ObjectID& id, const std::string& bytes, const rpc::Address& owner);
+  // A zero-copy view of a sealed object, pinned while the buffer lives. NotFound when it
+  // is not sealed here within `timeout_ms`.
+  absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Get(const ObjectID& id, int64_t timeout_ms);
+  // Asks the raylet to free objects this process owned (fire and forget).
+  void Delete(const ObjectID& id);
+
+ private:
+  RpcClient<rpc::RayletService>* raylet_;
+  WorkerID self_;
+  std::unique_ptr<ShmArena> arena_;
+};
+
+}  // namespace orb

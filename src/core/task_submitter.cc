@@ -1,0 +1,256 @@
+#include "core/task_submitter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+#include <sstream>
+
+namespace orb {
+namespace {
+
+std::string ShapeKey(const std::map<std::string, double>& resources) {
+  std::ostringstream os;
+  for (const auto& [k, v] : resources) os << k << '=' << v << ';';
+  return os.str();
+}
+
+std::string AddressString(const rpc::Address& a) { return a.ip() + ":" + std::to_string(a.port()); }
+
+}  // namespace
+
+TaskSubmitter::TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
+                             WorkerClientPool* workers, TaskSubmitterOptions options)
+    : loop_(loop), objects_(objects), raylet_(raylet), workers_(workers), options_(std::move(options)) {}
+
+void TaskSubmitter::Submit(rpc::TaskSpec spec) {
+  // Arguments stay alive until the task is done with them.
+  for (const auto& arg : spec.args()) {
+    if (arg.has_ref()) objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
+  }
+  loop_->Post([this, spec = std::move(spec)]() mutable { ResolveDependencies(std::move(spec)); });
+}
+
+void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
+  auto shared = std::make_shared<rpc::TaskSpec>(std::move(spec));
+  auto remaining = std::make_shared<int>(1);  // one for this function, released at the end
+  auto done = [this, shared, remaining] {
+    if (--*remaining > 0) return;
+    // Every owned argument is ready: inline small values, fail on errors.
+    for (auto& arg : *shared->mutable_args()) {
+      if (!arg.has_ref()) continue;
+      ObjectValuePtr value = objects_->GetIfReady(ObjectID::FromBinary(arg.ref().object_id()));
+      if (!value) continue;  // borrowed: the worker asks its owner
+      if (value->has_error()) {
+        return Fail(*shared, value->error().type(), value->error().message());
+      }
+      if (value->kind_case() == rpc::ObjectValue::kInlineValue &&
+          value->inline_value().size() <= options_.max_inline_arg_bytes) {
+        ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
+        arg.set_value(value->inline_value());
+        objects_->RemoveTaskRef(id);
+      }
+    }
+    Enqueue(std::move(*shared));
+  };
+  for (const auto& arg : shared->args()) {
+    if (!arg.has_ref()) continue;
+    ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
+    ++*remaining;
+    bool owned = objects_->OnReady(id, [this, done](ObjectValuePtr) { loop_->Post(done); });
+    if (!owned) --*remaining;
+  }
+  done();
+}
+
+void TaskSubmitter::Enqueue(rpc::TaskSpec spec) {
+  std::map<std::string, double> resources(spec.resources().begin(), spec.resources().end());
+  std::string key = ShapeKey(resources);
+  ShapeQueue& queue = queues_[key];
+  queue.resources = resources;
+  queue.pending.push_back(std::move(spec));
+  Pump(key);
+}
+
+void TaskSubmitter::Pump(const std::string& key) {
+  ShapeQueue& queue = queues_[key];
+  if (queue.pending.empty()) return;
+  // Spread queued work over every worker we have or have asked for.
+  int expected_workers = static_cast<int>(queue.leases.size()) + queue.lease_requests;
+  for (auto& [id, lease] : queue.leases) {
+    while (!queue.pending.empty() && lease.batches_in_flight < options_.max_batches_in_flight) {
+      int share = static_cast<int>(queue.pending.size()) / std::max(1, expected_workers * options_.max_batches_in_flight);
+      PushBatch(key, lease, std::clamp(share, 1, options_.max_batch));
+    }
+  }
+  // More leases while tasks wait, up to one per waiting task.
+  int waiting = static_cast<int>(queue.pending.size());
+  while (queue.lease_requests < std::min(waiting, options_.max_pending_lease_requests)) RequestLease(key);
+}
+
+void TaskSubmitter::RequestLease(const std::string& key) {
+  ShapeQueue& queue = queues_[key];
+  queue.lease_requests++;
+  spdlog::debug("requesting a lease for shape {}", key);
+  rpc::RequestWorkerLeaseRequest request;
+  request.set_job_id(options_.job_id.Binary());
+  request.set_scheduling_class(key);
+  request.set_requester_worker_id(options_.worker_id.Binary());
+  for (const auto& [k, v] : queue.resources) (*request.mutable_resources())[k] = v;
+  CallOptions call;
+  call.timeout = std::chrono::hours(24);  // a lease may wait long for resources
+  raylet_->Call<rpc::RequestWorkerLeaseReply>(
+      ORB_RPC(RequestWorkerLease), request,
+      [this, key](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
+        if (!status.ok()) {
+          reply.set_rejected(true);
+          reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
+          reply.mutable_error()->set_message("cannot lease a worker from the raylet: " + std::string(status.message()));
+        }
+        loop_->Post([this, key, reply = std::move(reply)]() mutable { OnLeaseGranted(key, std::move(reply)); });
+      },
+      call);
+}
+
+void TaskSubmitter::OnLeaseGranted(const std::string& key, rpc::RequestWorkerLeaseReply reply) {
+  ShapeQueue& queue = queues_[key];
+  queue.lease_requests--;
+  if (reply.rejected()) {
+    // The request can never be served (or the raylet is gone): fail what waits for it.
+    if (queue.lease_requests == 0 && queue.leases.empty()) {
+      auto pending = std::move(queue.pending);
+      queue.pending.clear();
+      for (const auto& spec : pending) Fail(spec, reply.error().type(), reply.error().message());
+    }
+    return;
+  }
+  LeaseID id = LeaseID::FromBinary(reply.lease_id());
+  Lease& lease = queue.leases[id];
+  lease.id = id;
+  lease.address = reply.worker_address();
+  lease.client = workers_->Get(AddressString(lease.address));
+  if (queue.pending.empty()) {
+    MaybeReturnIdle(key, id);
+    return;
+  }
+  Pump(key);
+}
+
+void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_size) {
+  ShapeQueue& queue = queues_[key];
+  rpc::PushTasksRequest request;
+  request.set_intended_worker_id(lease.address.worker_id());
+  std::vector<rpc::TaskSpec> batch;
+  for (int i = 0; i < batch_size && !queue.pending.empty(); ++i) {
+    batch.push_back(std::move(queue.pending.front()));
+    queue.pending.pop_front();
+    *request.add_tasks() = batch.back();
+  }
+  lease.batches_in_flight++;
+  lease.idle_epoch++;
+  CallOptions call;
+  call.timeout = std::chrono::hours(24 * 365);  // tasks may run for as long as they like
+  LeaseID lease_id = lease.id;
+  lease.client->Call<rpc::PushTasksReply>(
+      ORB_RPC(PushTasks), request,
+      [this, key, lease_id, batch = std::move(batch)](const absl::Status& status, rpc::PushTasksReply&& reply) mutable {
+        loop_->Post([this, key, lease_id, batch = std::move(batch), status, reply = std::move(reply)]() mutable {
+          OnBatchDone(key, lease_id, std::move(batch), status, std::move(reply));
+        });
+      },
+      call);
+}
+
+void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
+                                const absl::Status& status, rpc::PushTasksReply reply) {
+  ShapeQueue& queue = queues_[key];
+  auto lease_it = queue.leases.find(lease_id);
+  if (status.ok()) {
+    std::unordered_map<std::string, rpc::TaskResult*> by_task;
+    for (auto& result : *reply.mutable_results()) by_task[result.task_id()] = &result;
+    for (const auto& spec : batch) {
+      auto it = by_task.find(spec.task_id());
+      if (it == by_task.end()) {
+        Fail(spec, rpc::WORKER_CRASHED, "the worker answered without a result for this task");
+      } else {
+        Complete(spec, std::move(*it->second->mutable_value()));
+      }
+    }
+    if (lease_it != queue.leases.end()) {
+      lease_it->second.batches_in_flight--;
+      if (queue.pending.empty() && lease_it->second.batches_in_flight == 0) {
+        lease_it->second.idle_epoch++;
+        uint64_t epoch = lease_it->second.idle_epoch;
+        loop_->RunAfter(options_.lease_idle, [this, key, lease_id, epoch] {
+          auto& q = queues_[key];
+          auto it = q.leases.find(lease_id);
+          if (it != q.leases.end() && it->second.idle_epoch == epoch) MaybeReturnIdle(key, lease_id);
+        });
+      }
+    }
+    Pump(key);
+    return;
+  }
+  // The worker is gone (or unreachable): drop the lease and retry what it held.
+  spdlog::warn("worker at {} failed while running {} task(s): {}",
+               lease_it != queue.leases.end() ? AddressString(lease_it->second.address) : "?", batch.size(),
+               status.ToString());
+  if (lease_it != queue.leases.end()) {
+    queue.leases.erase(lease_it);
+    ReturnLease(lease_id, /*worker_failed=*/true);
+  }
+  for (auto& spec : batch) {
+    if (spec.attempt() < spec.max_retries()) {
+      spec.set_attempt(spec.attempt() + 1);
+      queue.pending.push_back(std::move(spec));
+    } else {
+      Fail(spec, rpc::WORKER_CRASHED,
+           "the worker running task '" + spec.function_name() + "' died (" + std::string(status.message()) + "); " +
+               std::to_string(spec.max_retries()) + " retries used");
+    }
+  }
+  Pump(key);
+}
+
+void TaskSubmitter::MaybeReturnIdle(const std::string& key, const LeaseID& lease_id) {
+  ShapeQueue& queue = queues_[key];
+  auto it = queue.leases.find(lease_id);
+  if (it == queue.leases.end() || it->second.batches_in_flight > 0 || !queue.pending.empty()) return;
+  queue.leases.erase(it);
+  ReturnLease(lease_id, /*worker_failed=*/false);
+}
+
+void TaskSubmitter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
+  rpc::ReturnWorkerRequest request;
+  request.set_lease_id(lease_id.Binary());
+  request.set_worker_failed(worker_failed);
+  raylet_->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), request,
+                                        [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
+}
+
+void TaskSubmitter::ReturnAllLeases() {
+  std::promise<void> done;
+  loop_->Post([this, &done] {
+    for (auto& [key, queue] : queues_) {
+      for (auto& [id, lease] : queue.leases) ReturnLease(id, /*worker_failed=*/false);
+      queue.leases.clear();
+    }
+    done.set_value();
+  });
+  done.get_future().wait_for(std::chrono::seconds(2));
+}
+
+void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+  for (const auto& arg : spec.args()) {
+    if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
+  }
+  objects_->SetReady(ObjectID::FromBinary(spec.return_id()), std::move(value));
+}
+
+void TaskSubmitter::Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message) {
+  rpc::ObjectValue value;
+  value.mutable_error()->set_type(type);
+  value.mutable_error()->set_message(message);
+  Complete(spec, std::move(value));
+}
+
+}  // namespace orb

@@ -1,0 +1,89 @@
+// Submits the tasks this process owns: resolves their ObjectRef arguments, leases
+// workers from the local raylet per resource shape, pushes tasks straight to leased
+// workers in batches, records results in the ObjectTable, and retries tasks whose
+// worker died.
+//
+// Leases are reused while tasks of their shape are queued, kept for `lease_idle` after
+// the queue empties (so a loop of blocking calls does not pay for a lease each time),
+// then returned. Each lease carries at most `max_batches_in_flight` batches; a batch is
+// sized so that queued work spreads over every worker the submitter has or has asked
+// for.
+//
+// Submit() is thread-safe (it posts to the loop); all state lives on the loop.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "common/event_loop.h"
+#include "common/id.h"
+#include "common/rpc.h"
+#include "core/object_table.h"
+#include "core/worker_client_pool.h"
+#include "core_worker_service.grpc.pb.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace orb {
+
+struct TaskSubmitterOptions {
+  JobID job_id;
+  WorkerID worker_id;
+  rpc::Address self_address;
+  std::chrono::milliseconds lease_idle{200};
+  int max_batch = 64;
+  int max_batches_in_flight = 2;
+  int max_pending_lease_requests = 16;
+  size_t max_inline_arg_bytes = 100 * 1024;
+};
+
+class TaskSubmitter {
+ public:
+  TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
+                WorkerClientPool* workers, TaskSubmitterOptions options);
+
+  // Takes one task. Its return object must already be pending in the ObjectTable.
+  void Submit(rpc::TaskSpec spec);
+  // Returns every lease (at shutdown). Must be called on a thread other than the loop's.
+  void ReturnAllLeases();
+
+ private:
+  struct Lease {
+    LeaseID id;
+    rpc::Address address;
+    RpcClient<rpc::CoreWorkerService>* client = nullptr;
+    int batches_in_flight = 0;
+    uint64_t idle_epoch = 0;  // bumped whenever work is pushed; stale idle timers do nothing
+  };
+  struct ShapeQueue {
+    std::map<std::string, double> resources;
+    std::deque<rpc::TaskSpec> pending;
+    std::unordered_map<LeaseID, Lease> leases;
+    int lease_requests = 0;
+  };
+
+  void ResolveDependencies(rpc::TaskSpec spec);
+  void Enqueue(rpc::TaskSpec spec);
+  void Pump(const std::string& shape_key);
+  void RequestLease(const std::string& shape_key);
+  void OnLeaseGranted(const std::string& shape_key, rpc::RequestWorkerLeaseReply reply);
+  void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
+  void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
+                   const absl::Status& status, rpc::PushTasksReply reply);
+  void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
+  void ReturnLease(const LeaseID& lease_id, bool worker_failed);
+  void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
+  void Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message);
+
+  EventLoop* loop_;
+  ObjectTable* objects_;
+  RpcClient<rpc::RayletService>* raylet_;
+  WorkerClientPool* workers_;
+  TaskSubmitterOptions options_;
+  std::unordered_map<std::string, ShapeQueue> queues_;
+};
+
+}  // namespace orb

@@ -1,0 +1,252 @@
+#include "gcs/gcs_handler.h"
+
+#include <spdlog/spdlog.h>
+
+namespace orb::gcs {
+namespace {
+
+constexpr char kNodeTable[] = "node";
+constexpr char kJobTable[] = "job";
+constexpr char kMetaTable[] = "meta";
+constexpr char kKvTable[] = "kv";
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// KV keys are "<namespace>\0<key>", so namespaces never see each other's keys.
+std::string KvKey(const std::string& ns, const std::string& key) { return ns + '\0' + key; }
+
+grpc::Status Internal(const absl::Status& s) { return ToGrpc(s); }
+
+}  // namespace
+
+GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options)
+    : store_(std::move(store)), loop_(loop), options_(options) {}
+
+absl::StatusOr<std::unique_ptr<GcsHandler>> GcsHandler::Create(std::unique_ptr<TableStore> store, EventLoop* loop,
+                                                               GcsOptions options) {
+  std::unique_ptr<GcsHandler> handler(new GcsHandler(std::move(store), loop, options));
+  if (auto s = handler->Load(); !s.ok()) return s;
+  return handler;
+}
+
+absl::Status GcsHandler::Load() {
+  auto nodes = store_->Scan(kNodeTable, "");
+  if (!nodes.ok()) return nodes.status();
+  auto now = std::chrono::steady_clock::now();
+  for (const auto& [key, value] : *nodes) {
+    rpc::NodeInfo node;
+    if (!node.ParseFromString(value)) return absl::DataLossError("corrupt node record in GCS storage");
+    NodeID id = NodeID::FromBinary(node.node_id());
+    if (node.state() == rpc::NodeInfo::ALIVE) last_heartbeat_[id] = now;
+    nodes_[id] = std::move(node);
+  }
+  auto jobs = store_->Scan(kJobTable, "");
+  if (!jobs.ok()) return jobs.status();
+  for (const auto& [key, value] : *jobs) {
+    rpc::JobInfo job;
+    if (!job.ParseFromString(value)) return absl::DataLossError("corrupt job record in GCS storage");
+    jobs_[JobID::FromBinary(job.job_id())] = std::move(job);
+  }
+  auto counter = store_->Get(kMetaTable, "next_job_id");
+  if (!counter.ok()) return counter.status();
+  if (counter->has_value()) next_job_id_ = static_cast<uint32_t>(std::stoul(**counter));
+  spdlog::info("GCS loaded {} nodes, {} jobs from storage", nodes_.size(), jobs_.size());
+  return absl::OkStatus();
+}
+
+absl::Status GcsHandler::SaveNode(const rpc::NodeInfo& node) {
+  return store_->Put(kNodeTable, node.node_id(), node.SerializeAsString());
+}
+
+void GcsHandler::PublishNode(const rpc::NodeInfo& node) {
+  rpc::PubMessage message;
+  message.set_channel(rpc::NODE_CHANNEL);
+  *message.mutable_node() = node;
+  publisher_.Publish(std::move(message));
+}
+
+void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply*, SendReply send) {
+  NodeID id = NodeID::FromBinary(req.node().node_id());
+  if (id.IsNil()) return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node_id must be 16 bytes"));
+  auto existing = nodes_.find(id);
+  if (existing != nodes_.end() && existing->second.state() == rpc::NodeInfo::DEAD) {
+    return send(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             "node " + id.Hex() + " was declared dead; a restarted raylet joins as a new node"));
+  }
+  rpc::NodeInfo node = req.node();
+  node.set_state(rpc::NodeInfo::ALIVE);
+  if (node.start_time_ms() == 0) node.set_start_time_ms(NowMs());
+  if (auto s = SaveNode(node); !s.ok()) return send(Internal(s));
+  last_heartbeat_[id] = std::chrono::steady_clock::now();
+  if (existing == nodes_.end()) spdlog::info("node {} registered at {}:{}", id.Hex(), node.ip(), node.raylet_port());
+  nodes_[id] = node;
+  PublishNode(node);
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
+  node.set_state(rpc::NodeInfo::DEAD);
+  node.set_end_time_ms(NowMs());
+  node.set_death_reason(reason);
+  node.mutable_resources_available()->clear();
+  node.clear_pending_demand();
+  if (auto s = SaveNode(node); !s.ok()) spdlog::error("cannot persist death of node: {}", s.ToString());
+  last_heartbeat_.erase(NodeID::FromBinary(node.node_id()));
+  spdlog::warn("node {} is dead: {}", NodeID::FromBinary(node.node_id()).Hex(), reason);
+  PublishNode(node);
+}
+
+void GcsHandler::HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc::UnregisterNodeReply*,
+                                      SendReply send) {
+  auto it = nodes_.find(NodeID::FromBinary(req.node_id()));
+  if (it == nodes_.end()) return send(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown node"));
+  if (it->second.state() == rpc::NodeInfo::ALIVE) {
+    MarkNodeDead(it->second, req.reason().empty() ? "unregistered" : req.reason());
+  }
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleReportHeartbeat(const rpc::ReportHeartbeatRequest& req, rpc::ReportHeartbeatReply* reply,
+                                       SendReply send) {
+  NodeID id = NodeID::FromBinary(req.node_id());
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || it->second.state() != rpc::NodeInfo::ALIVE) {
+    reply->set_node_unknown(true);
+    return send(grpc::Status::OK);
+  }
+  last_heartbeat_[id] = std::chrono::steady_clock::now();
+  rpc::NodeInfo& node = it->second;
+  *node.mutable_resources_available() = req.resources_available();
+  *node.mutable_pending_demand() = req.pending_demand();
+  node.set_object_store_used_bytes(req.object_store_used_bytes());
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleGetAllNodes(const rpc::GetAllNodesRequest&, rpc::GetAllNodesReply* reply, SendReply send) {
+  for (const auto& [id, node] : nodes_) *reply->add_nodes() = node;
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::CheckNodeHealth() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& [id, node] : nodes_) {
+    if (node.state() != rpc::NodeInfo::ALIVE) continue;
+    auto it = last_heartbeat_.find(id);
+    if (it == last_heartbeat_.end() || now - it->second > options_.node_timeout) {
+      MarkNodeDead(node, "no heartbeat for " + std::to_string(options_.node_timeout.count()) + " ms");
+    }
+  }
+}
+
+void GcsHandler::HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* reply, SendReply send) {
+  JobID id = JobIDFromInt(next_job_id_);
+  if (auto s = store_->Put(kMetaTable, "next_job_id", std::to_string(next_job_id_ + 1)); !s.ok()) {
+    return send(Internal(s));
+  }
+  ++next_job_id_;
+  rpc::JobInfo job = req.job();
+  job.set_job_id(id.Binary());
+  job.set_start_time_ms(NowMs());
+  job.set_is_dead(false);
+  if (auto s = store_->Put(kJobTable, id.Binary(), job.SerializeAsString()); !s.ok()) return send(Internal(s));
+  jobs_[id] = job;
+  rpc::PubMessage message;
+  message.set_channel(rpc::JOB_CHANNEL);
+  *message.mutable_job() = job;
+  publisher_.Publish(std::move(message));
+  reply->set_job_id(id.Binary());
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, rpc::MarkJobFinishedReply*,
+                                       SendReply send) {
+  auto it = jobs_.find(JobID::FromBinary(req.job_id()));
+  if (it == jobs_.end()) return send(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown job"));
+  it->second.set_is_dead(true);
+  it->second.set_end_time_ms(NowMs());
+  if (auto s = store_->Put(kJobTable, req.job_id(), it->second.SerializeAsString()); !s.ok()) {
+    return send(Internal(s));
+  }
+  rpc::PubMessage message;
+  message.set_channel(rpc::JOB_CHANNEL);
+  *message.mutable_job() = it->second;
+  publisher_.Publish(std::move(message));
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleGetAllJobs(const rpc::GetAllJobsRequest&, rpc::GetAllJobsReply* reply, SendReply send) {
+  for (const auto& [id, job] : jobs_) *reply->add_jobs() = job;
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleGetJob(const rpc::GetJobRequest& req, rpc::GetJobReply* reply, SendReply send) {
+  auto it = jobs_.find(JobID::FromBinary(req.job_id()));
+  reply->set_found(it != jobs_.end());
+  if (it != jobs_.end()) *reply->mutable_job() = it->second;
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleKvPut(const rpc::KvPutRequest& req, rpc::KvPutReply* reply, SendReply send) {
+  if (req.key().empty()) return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "key must not be empty"));
+  std::string key = KvKey(req.namespace_(), req.key());
+  auto existing = store_->Get(kKvTable, key);
+  if (!existing.ok()) return send(Internal(existing.status()));
+  reply->set_added(!existing->has_value());
+  if (existing->has_value() && !req.overwrite()) return send(grpc::Status::OK);
+  if (auto s = store_->Put(kKvTable, key, req.value()); !s.ok()) return send(Internal(s));
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleKvGet(const rpc::KvGetRequest& req, rpc::KvGetReply* reply, SendReply send) {
+  auto value = store_->Get(kKvTable, KvKey(req.namespace_(), req.key()));
+  if (!value.ok()) return send(Internal(value.status()));
+  reply->set_found(value->has_value());
+  if (value->has_value()) reply->set_value(**value);
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleKvDelete(const rpc::KvDeleteRequest& req, rpc::KvDeleteReply* reply, SendReply send) {
+  std::string key = KvKey(req.namespace_(), req.key());
+  int64_t deleted = 0;
+  if (req.by_prefix()) {
+    auto rows = store_->Scan(kKvTable, key);
+    if (!rows.ok()) return send(Internal(rows.status()));
+    for (const auto& row : *rows) {
+      if (auto s = store_->Delete(kKvTable, row.first); !s.ok()) return send(Internal(s));
+      ++deleted;
+    }
+  } else {
+    auto existing = store_->Get(kKvTable, key);
+    if (!existing.ok()) return send(Internal(existing.status()));
+    if (existing->has_value()) {
+      if (auto s = store_->Delete(kKvTable, key); !s.ok()) return send(Internal(s));
+      deleted = 1;
+    }
+  }
+  reply->set_deleted(deleted);
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleKvKeys(const rpc::KvKeysRequest& req, rpc::KvKeysReply* reply, SendReply send) {
+  std::string prefix = KvKey(req.namespace_(), req.prefix());
+  auto rows = store_->Scan(kKvTable, prefix);
+  if (!rows.ok()) return send(Internal(rows.status()));
+  size_t ns_len = req.namespace_().size() + 1;
+  for (const auto& row : *rows) reply->add_keys(row.first.substr(ns_len));
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandlePoll(const rpc::PollRequest& req, rpc::PollReply* reply, SendReply send) {
+  auto answer = [reply, send](rpc::PollReply result) {
+    *reply = std::move(result);
+    send(grpc::Status::OK);
+  };
+  int wait_ms = std::min(req.wait_ms(), 30000);
+  uint64_t id = publisher_.Poll(req, answer);
+  if (id != 0) loop_->RunAfter(std::chrono::milliseconds(wait_ms), [this, id] { publisher_.Expire(id); });
+}
+
+}  // namespace orb::gcs

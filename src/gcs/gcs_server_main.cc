@@ -1,0 +1,109 @@
+// gcs_server: the global control store of one orb cluster.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "common/logging.h"
+#include "common/process.h"
+#include "common/rpc.h"
+#include "common/session.h"
+#include "gcs/gcs_handler.h"
+#include "gcs_service.grpc.pb.h"
+
+namespace orb::gcs {
+
+class GcsGrpcService : public rpc::GcsService::CallbackService {
+ public:
+  GcsGrpcService(GcsHandler* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
+  ORB_SERVICE_METHOD(RegisterNode)
+  ORB_SERVICE_METHOD(UnregisterNode)
+  ORB_SERVICE_METHOD(ReportHeartbeat)
+  ORB_SERVICE_METHOD(GetAllNodes)
+  ORB_SERVICE_METHOD(AddJob)
+  ORB_SERVICE_METHOD(MarkJobFinished)
+  ORB_SERVICE_METHOD(GetAllJobs)
+  ORB_SERVICE_METHOD(GetJob)
+  ORB_SERVICE_METHOD(KvPut)
+  ORB_SERVICE_METHOD(KvGet)
+  ORB_SERVICE_METHOD(KvDelete)
+  ORB_SERVICE_METHOD(KvKeys)
+  ORB_SERVICE_METHOD(Poll)
+
+ private:
+  GcsHandler* handler_;
+  ServiceContext service_context_;
+};
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  CLI::App app{"orb global control store"};
+  int port = 6379;
+  std::string bind = "127.0.0.1";
+  std::string storage_dir;
+  std::string token_file;
+  std::string log_file;
+  int node_timeout_ms = 10000;
+  app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
+  app.add_option("--bind", bind, "address to bind (default loopback only)");
+  app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
+  app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
+  app.add_option("--log-file", log_file, "log here instead of stderr");
+  app.add_option("--node-timeout-ms", node_timeout_ms, "declare a node dead after this long without a heartbeat")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  InitLogging("gcs_server", log_file);
+
+  std::string token;
+  if (!token_file.empty()) {
+    auto t = ReadFileToString(token_file);
+    if (!t.ok()) {
+      std::cerr << "gcs_server: " << t.status().message() << "\n";
+      return 2;
+    }
+    token = *t;
+  }
+  std::unique_ptr<TableStore> store;
+  if (storage_dir.empty()) {
+    store = NewInMemoryTableStore();
+  } else {
+    std::filesystem::create_directories(storage_dir);
+    auto opened = OpenRocksDbTableStore(storage_dir);
+    if (!opened.ok()) {
+      std::cerr << "gcs_server: " << opened.status().message() << "\n";
+      return 2;
+    }
+    store = std::move(*opened);
+  }
+  EventLoop loop;
+  GcsOptions options;
+  options.node_timeout = std::chrono::milliseconds(node_timeout_ms);
+  auto handler = GcsHandler::Create(std::move(store), &loop, options);
+  if (!handler.ok()) {
+    std::cerr << "gcs_server: " << handler.status().message() << "\n";
+    return 2;
+  }
+  GcsGrpcService service(handler->get(), ServiceContext{&loop, token});
+  auto server = StartServer(bind, port, {&service});
+  if (!server.ok()) {
+    std::cerr << "gcs_server: " << server.status().message() << "\n";
+    return 2;
+  }
+  loop.RunEvery(options.health_check_period, [h = handler->get()] {
+    h->CheckNodeHealth();
+    return true;
+  });
+  loop.Start();
+  // The port line is how a parent learns a port picked with --port 0.
+  std::cout << "gcs_server listening on " << bind << ":" << server->port << std::endl;
+  spdlog::info("gcs_server listening on {}:{} (storage: {})", bind, server->port,
+               storage_dir.empty() ? "memory" : storage_dir);
+  int sig = WaitForTerminationSignal();
+  spdlog::info("gcs_server stopping on signal {}", sig);
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  loop.Stop();
+  return 0;
+}
+
+}  // namespace orb::gcs
+
+int main(int argc, char** argv) { return orb::gcs::Main(argc, argv); }

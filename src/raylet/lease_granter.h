@@ -1,0 +1,87 @@
+// Grants worker leases on this node with resource accounting.
+//
+// A lease request names a job and a resource shape. It is granted when the node has the
+// resources available and an idle worker of the job exists; otherwise it waits while a
+// worker starts or resources free up. A request that exceeds the node's total can never
+// run here: after `infeasible_grace` (time for the cluster to grow) it is answered
+// INFEASIBLE. A worker blocked in Get gives its lease's CPU back until it unblocks, so
+// tasks that wait on nested tasks cannot starve them of CPU.
+//
+// Runs on the raylet's event loop; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/event_loop.h"
+#include "common/id.h"
+#include "common/resources.h"
+#include "gcs_service.pb.h"
+#include "raylet/worker_pool.h"
+#include "raylet_service.pb.h"
+
+namespace orb {
+
+struct LeaseGranterOptions {
+  std::chrono::milliseconds infeasible_grace{3000};
+  std::string node_ip = "127.0.0.1";
+  NodeID node_id;
+};
+
+class LeaseGranter {
+ public:
+  using JobFetcher = std::function<void(const JobID&, std::function<void(absl::StatusOr<rpc::JobInfo>)>)>;
+  using LeaseCallback = std::function<void(rpc::RequestWorkerLeaseReply)>;
+
+  LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
+               LeaseGranterOptions options);
+
+  void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
+  void ReturnLease(const LeaseID& lease, bool worker_failed);
+  void SetBlocked(const WorkerID& worker, bool blocked);
+  void OnWorkerDeath(const WorkerProcess& worker);
+  // Grants whatever can be granted now. Call after anything that frees resources or workers.
+  void Dispatch();
+
+  const ResourceSet& total() const { return total_; }
+  const ResourceSet& available() const { return available_; }
+  // Queued requests grouped by shape, for status and autoscaling.
+  std::vector<rpc::ResourceDemand> PendingDemand() const;
+
+ private:
+  struct PendingLease {
+    uint64_t seq;
+    JobID job;
+    ResourceSet resources;
+    LeaseCallback callback;
+  };
+  struct Lease {
+    WorkerID worker;
+    ResourceSet resources;
+    bool blocked = false;
+  };
+  void EnsureJobInfo(const JobID& job);
+  void Grant(PendingLease& pending, WorkerProcess* worker);
+  void RejectInfeasible(uint64_t seq);
+  // What a lease holds now: its resources, less the CPU it lent back while blocked.
+  static ResourceSet HeldBy(const Lease& lease);
+
+  ResourceSet total_;
+  ResourceSet available_;
+  WorkerPool* pool_;
+  JobFetcher fetch_job_;
+  EventLoop* loop_;
+  LeaseGranterOptions options_;
+  uint64_t next_seq_ = 1;
+  std::deque<PendingLease> queue_;
+  std::unordered_map<LeaseID, Lease> leases_;
+  std::unordered_map<WorkerID, LeaseID> lease_of_worker_;
+  std::unordered_map<JobID, rpc::JobInfo> jobs_;
+  std::unordered_map<JobID, std::string> job_errors_;
+  std::unordered_set<JobID> fetching_;
+};
+
+}  // namespace orb

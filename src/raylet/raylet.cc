@@ -1,0 +1,291 @@
+#include "raylet/raylet.h"
+
+#include <spdlog/spdlog.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "raylet_service.grpc.pb.h"
+
+namespace orb {
+namespace {
+
+class RayletGrpcService : public rpc::RayletService::CallbackService {
+ public:
+  RayletGrpcService(Raylet* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
+  ORB_SERVICE_METHOD(RegisterWorker)
+  ORB_SERVICE_METHOD(DisconnectWorker)
+  ORB_SERVICE_METHOD(RequestWorkerLease)
+  ORB_SERVICE_METHOD(ReturnWorker)
+  ORB_SERVICE_METHOD(NotifyBlocked)
+  ORB_SERVICE_METHOD(CreateObject)
+  ORB_SERVICE_METHOD(SealObject)
+  ORB_SERVICE_METHOD(GetObjects)
+  ORB_SERVICE_METHOD(ReleaseObjects)
+  ORB_SERVICE_METHOD(DeleteObjects)
+  ORB_SERVICE_METHOD(GetNodeStats)
+
+ private:
+  Raylet* handler_;
+  ServiceContext service_context_;
+};
+
+grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
+
+std::vector<ObjectID> ToObjectIds(const google::protobuf::RepeatedPtrField<std::string>& binaries) {
+  std::vector<ObjectID> ids;
+  ids.reserve(binaries.size());
+  for (const auto& b : binaries) ids.push_back(ObjectID::FromBinary(b));
+  return ids;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Raylet>> Raylet::Create(RayletOptions options) {
+  std::string path = "/dev/shm/orb-store-" + std::to_string(getpid()) + "-" + NodeID::FromRandom().Hex().substr(0, 8);
+  auto arena = ShmArena::Create(path, options.object_store_bytes);
+  if (!arena.ok()) return arena.status();
+  return std::unique_ptr<Raylet>(new Raylet(std::move(options), std::move(*arena)));
+}
+
+Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
+    : options_(std::move(options)),
+      node_id_(NodeID::FromRandom()),
+      arena_(std::move(arena)),
+      object_store_(options_.object_store_bytes, &loop_) {
+  gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
+}
+
+Raylet::~Raylet() { Stop(); }
+
+absl::Status Raylet::Start() {
+  service_ = std::make_unique<RayletGrpcService>(this, ServiceContext{&loop_, options_.token});
+  auto server = StartServer(options_.bind, options_.port, {service_.get()});
+  if (!server.ok()) return server.status();
+  server_ = std::move(server->server);
+  port_ = server->port;
+
+  WorkerPoolOptions pool;
+  pool.node_id_hex = node_id_.Hex();
+  pool.raylet_address = options_.node_ip + ":" + std::to_string(port_);
+  pool.gcs_address = options_.gcs_address;
+  pool.session_dir = options_.session_dir;
+  pool.token = options_.token;
+  pool.default_worker_path = options_.default_worker_path;
+  pool.idle_timeout = options_.idle_worker_timeout;
+  pool.max_starting = std::max(2, static_cast<int>(options_.resources.Get("CPU")));
+  worker_pool_ = std::make_unique<WorkerPool>(pool, [this](const WorkerProcess& w) { OnWorkerDeath(w); });
+
+  LeaseGranterOptions granter;
+  granter.infeasible_grace = options_.infeasible_grace;
+  granter.node_ip = options_.node_ip;
+  granter.node_id = node_id_;
+  auto fetch_job = [this](const JobID& job, std::function<void(absl::StatusOr<rpc::JobInfo>)> done) {
+    rpc::GetJobRequest request;
+    request.set_job_id(job.Binary());
+    gcs_->Call<rpc::GetJobReply>(ORB_RPC(GetJob), request,
+                                 [job, done](const absl::Status& status, rpc::GetJobReply&& reply) {
+                                   if (!status.ok()) return done(status);
+                                   if (!reply.found()) return done(absl::NotFoundError("unknown job " + job.Hex()));
+                                   done(std::move(*reply.mutable_job()));
+                                 });
+  };
+  lease_granter_ = std::make_unique<LeaseGranter>(options_.resources, worker_pool_.get(), fetch_job, &loop_, granter);
+
+  if (auto s = RegisterWithGcs(); !s.ok()) return s;
+  loop_.RunEvery(options_.heartbeat_period, [this] {
+    SendHeartbeat();
+    return !stopping_;
+  });
+  loop_.RunEvery(std::chrono::milliseconds(50), [this] {
+    worker_pool_->ReapDead();
+    return !stopping_;
+  });
+  loop_.RunEvery(std::chrono::milliseconds(1000), [this] {
+    worker_pool_->StopIdleWorkers();
+    return !stopping_;
+  });
+  loop_.Start();
+  spdlog::info("raylet {} serving on {}:{} with {} and a {}-byte object store at {}", node_id_.Hex(), options_.bind,
+               port_, options_.resources.ToString(), options_.object_store_bytes, arena_->path());
+  return absl::OkStatus();
+}
+
+void Raylet::Stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  std::promise<void> drained;
+  loop_.Post([this, &drained] {
+    if (worker_pool_) worker_pool_->KillAll();
+    drained.set_value();
+  });
+  drained.get_future().wait_for(std::chrono::seconds(5));
+  rpc::UnregisterNodeRequest request;
+  request.set_node_id(node_id_.Binary());
+  request.set_reason("raylet stopped");
+  CallOptions quick;
+  quick.timeout = std::chrono::milliseconds(1000);
+  (void)gcs_->CallSync<rpc::UnregisterNodeReply>(ORB_RPC(UnregisterNode), request, quick);
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  loop_.Stop();
+}
+
+rpc::NodeInfo Raylet::DescribeNode() const {
+  rpc::NodeInfo node;
+  node.set_node_id(node_id_.Binary());
+  node.set_ip(options_.node_ip);
+  node.set_raylet_port(port_);
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  node.set_hostname(host);
+  for (const auto& [k, v] : options_.resources.ToMap()) (*node.mutable_resources_total())[k] = v;
+  for (const auto& [k, v] : options_.resources.ToMap()) (*node.mutable_resources_available())[k] = v;
+  for (const auto& [k, v] : options_.labels) (*node.mutable_labels())[k] = v;
+  node.set_object_store_path(arena_->path());
+  node.set_object_store_bytes(options_.object_store_bytes);
+  return node;
+}
+
+absl::Status Raylet::RegisterWithGcs() {
+  rpc::RegisterNodeRequest request;
+  *request.mutable_node() = DescribeNode();
+  CallOptions options;
+  options.max_attempts = 20;
+  options.timeout = std::chrono::milliseconds(5000);
+  auto reply = gcs_->CallSync<rpc::RegisterNodeReply>(ORB_RPC(RegisterNode), request, options);
+  if (!reply.ok()) {
+    return absl::UnavailableError("cannot register with the GCS at " + options_.gcs_address + ": " +
+                                  std::string(reply.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+void Raylet::SendHeartbeat() {
+  rpc::ReportHeartbeatRequest request;
+  request.set_node_id(node_id_.Binary());
+  for (const auto& [k, v] : lease_granter_->available().ToMap()) (*request.mutable_resources_available())[k] = v;
+  for (auto& d : lease_granter_->PendingDemand()) *request.add_pending_demand() = std::move(d);
+  request.set_object_store_used_bytes(object_store_.used());
+  CallOptions options;
+  options.timeout = options_.heartbeat_period * 2;
+  gcs_->Call<rpc::ReportHeartbeatReply>(
+      ORB_RPC(ReportHeartbeat), request, [this](const absl::Status& status, rpc::ReportHeartbeatReply&& reply) {
+        if (status.ok() && reply.node_unknown()) {
+          // A GCS that lost its tables (in-memory storage) does not know us: join again.
+          loop_.Post([this] {
+            rpc::RegisterNodeRequest again;
+            *again.mutable_node() = DescribeNode();
+            gcs_->Call<rpc::RegisterNodeReply>(ORB_RPC(RegisterNode), again,
+                                               [](const absl::Status& s, rpc::RegisterNodeReply&&) {
+                                                 if (s.code() == absl::StatusCode::kFailedPrecondition) {
+                                                   spdlog::critical("GCS declared this node dead: {}", s.ToString());
+                                                   ::kill(::getpid(), SIGTERM);
+                                                 }
+                                               });
+          });
+        }
+      },
+      options);
+}
+
+void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
+  object_store_.ForgetWorker(worker.id);
+  lease_granter_->OnWorkerDeath(worker);
+}
+
+void Raylet::HandleRegisterWorker(const rpc::RegisterWorkerRequest& req, rpc::RegisterWorkerReply* reply,
+                                  SendReply send) {
+  WorkerID id = WorkerID::FromBinary(req.worker_id());
+  if (id.IsNil()) return send(Invalid("worker_id must be 16 bytes"));
+  auto s = worker_pool_->Register(id, JobID::FromBinary(req.job_id()), req.pid(), req.port(), req.is_driver());
+  if (!s.ok()) return send(ToGrpc(s));
+  reply->set_node_id(node_id_.Binary());
+  reply->set_object_store_path(arena_->path());
+  reply->set_object_store_bytes(options_.object_store_bytes);
+  send(grpc::Status::OK);
+  lease_granter_->Dispatch();
+}
+
+void Raylet::HandleDisconnectWorker(const rpc::DisconnectWorkerRequest& req, rpc::DisconnectWorkerReply*,
+                                    SendReply send) {
+  worker_pool_->Disconnect(WorkerID::FromBinary(req.worker_id()));
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleRequestWorkerLease(const rpc::RequestWorkerLeaseRequest& req, rpc::RequestWorkerLeaseReply* reply,
+                                      SendReply send) {
+  if (JobID::FromBinary(req.job_id()).IsNil()) return send(Invalid("job_id must be 4 bytes"));
+  lease_granter_->RequestLease(req, [reply, send](rpc::RequestWorkerLeaseReply granted) {
+    *reply = std::move(granted);
+    send(grpc::Status::OK);
+  });
+}
+
+void Raylet::HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply*, SendReply send) {
+  lease_granter_->ReturnLease(LeaseID::FromBinary(req.lease_id()), req.worker_failed());
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleNotifyBlocked(const rpc::NotifyBlockedRequest& req, rpc::NotifyBlockedReply*, SendReply send) {
+  lease_granter_->SetBlocked(WorkerID::FromBinary(req.worker_id()), req.blocked());
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleCreateObject(const rpc::CreateObjectRequest& req, rpc::CreateObjectReply* reply, SendReply send) {
+  ObjectID id = ObjectID::FromBinary(req.object_id());
+  if (id.IsNil()) return send(Invalid("object_id must be 20 bytes"));
+  if (req.size() < 0) return send(Invalid("object size must not be negative"));
+  auto created = object_store_.Create(id, static_cast<uint64_t>(req.size()), WorkerID::FromBinary(req.owner().worker_id()));
+  if (!created.ok()) {
+    reply->mutable_error()->set_type(rpc::OBJECT_STORE_FULL);
+    reply->mutable_error()->set_message(std::string(created.status().message()));
+  } else {
+    reply->set_offset(static_cast<int64_t>(created->offset));
+    reply->set_already_exists(created->already_exists);
+  }
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleSealObject(const rpc::SealObjectRequest& req, rpc::SealObjectReply*, SendReply send) {
+  send(ToGrpc(object_store_.Seal(ObjectID::FromBinary(req.object_id()))));
+}
+
+void Raylet::HandleGetObjects(const rpc::GetObjectsRequest& req, rpc::GetObjectsReply* reply, SendReply send) {
+  object_store_.Get(ToObjectIds(req.object_ids()), WorkerID::FromBinary(req.worker_id()),
+                    std::chrono::milliseconds(std::max(0, req.timeout_ms())),
+                    [reply, send](std::vector<ObjectLocationInArena> locations) {
+                      for (const auto& loc : locations) {
+                        auto* out = reply->add_objects();
+                        out->set_found(loc.found);
+                        out->set_offset(static_cast<int64_t>(loc.offset));
+                        out->set_size(static_cast<int64_t>(loc.size));
+                      }
+                      send(grpc::Status::OK);
+                    });
+}
+
+void Raylet::HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::ReleaseObjectsReply*, SendReply send) {
+  object_store_.Release(ToObjectIds(req.object_ids()), WorkerID::FromBinary(req.worker_id()));
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply*, SendReply send) {
+  object_store_.Delete(ToObjectIds(req.object_ids()));
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeStatsReply* reply, SendReply send) {
+  reply->set_node_id(node_id_.Binary());
+  for (const auto& [k, v] : lease_granter_->total().ToMap()) (*reply->mutable_resources_total())[k] = v;
+  for (const auto& [k, v] : lease_granter_->available().ToMap()) (*reply->mutable_resources_available())[k] = v;
+  for (auto& d : lease_granter_->PendingDemand()) *reply->add_pending_demand() = std::move(d);
+  reply->set_num_workers(static_cast<int32_t>(worker_pool_->num_workers()));
+  reply->set_num_idle_workers(static_cast<int32_t>(worker_pool_->num_idle()));
+  reply->set_object_store_bytes(static_cast<int64_t>(object_store_.capacity()));
+  reply->set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
+  reply->set_num_objects(static_cast<int64_t>(object_store_.num_objects()));
+  send(grpc::Status::OK);
+}
+
+}  // namespace orb

@@ -1,0 +1,90 @@
+// One node of an orb cluster: registers with the GCS, reports heartbeats, and serves
+// worker registration, worker leases and the shared-memory object store to local
+// drivers and workers.
+//
+// Construction wires the parts in dependency order (object store, worker pool, lease
+// granter); Start() registers with the GCS and begins serving. All state lives on one
+// event loop; gRPC handlers post into it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/event_loop.h"
+#include "common/id.h"
+#include "common/resources.h"
+#include "common/rpc.h"
+#include "gcs_service.grpc.pb.h"
+#include "raylet/lease_granter.h"
+#include "raylet/object_store/local_object_store.h"
+#include "common/shm_arena.h"
+#include "raylet/worker_pool.h"
+#include "raylet_service.pb.h"
+
+namespace orb {
+
+struct RayletOptions {
+  std::string gcs_address;
+  std::string bind = "127.0.0.1";
+  std::string node_ip = "127.0.0.1";  // how other processes reach this node
+  int port = 0;
+  ResourceSet resources;  // CPU, GPU, memory and custom amounts
+  std::map<std::string, std::string> labels;
+  uint64_t object_store_bytes = 256ull << 20;
+  std::string session_dir;
+  std::string token;
+  std::string default_worker_path;
+  std::chrono::milliseconds idle_worker_timeout{60000};
+  std::chrono::milliseconds infeasible_grace{3000};
+  std::chrono::milliseconds heartbeat_period{1000};
+};
+
+class Raylet {
+ public:
+  static absl::StatusOr<std::unique_ptr<Raylet>> Create(RayletOptions options);
+  ~Raylet();
+
+  // Starts serving, then registers with the GCS (retrying while it is unreachable).
+  absl::Status Start();
+  void Stop();
+  int port() const { return port_; }
+  const NodeID& node_id() const { return node_id_; }
+
+  void HandleRegisterWorker(const rpc::RegisterWorkerRequest& req, rpc::RegisterWorkerReply* reply, SendReply send);
+  void HandleDisconnectWorker(const rpc::DisconnectWorkerRequest& req, rpc::DisconnectWorkerReply* reply,
+                              SendReply send);
+  void HandleRequestWorkerLease(const rpc::RequestWorkerLeaseRequest& req, rpc::RequestWorkerLeaseReply* reply,
+                                SendReply send);
+  void HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply* reply, SendReply send);
+  void HandleNotifyBlocked(const rpc::NotifyBlockedRequest& req, rpc::NotifyBlockedReply* reply, SendReply send);
+  void HandleCreateObject(const rpc::CreateObjectRequest& req, rpc::CreateObjectReply* reply, SendReply send);
+  void HandleSealObject(const rpc::SealObjectRequest& req, rpc::SealObjectReply* reply, SendReply send);
+  void HandleGetObjects(const rpc::GetObjectsRequest& req, rpc::GetObjectsReply* reply, SendReply send);
+  void HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::ReleaseObjectsReply* reply, SendReply send);
+  void HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply* reply, SendReply send);
+  void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
+
+ private:
+  Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena);
+  rpc::NodeInfo DescribeNode() const;
+  absl::Status RegisterWithGcs();
+  void SendHeartbeat();
+  void OnWorkerDeath(const WorkerProcess& worker);
+
+  RayletOptions options_;
+  NodeID node_id_;
+  EventLoop loop_;
+  std::unique_ptr<ShmArena> arena_;
+  LocalObjectStore object_store_;
+  std::unique_ptr<WorkerPool> worker_pool_;
+  std::unique_ptr<LeaseGranter> lease_granter_;
+  std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace orb

@@ -1,0 +1,179 @@
+#include "raylet/worker_pool.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include "common/process.h"
+
+namespace orb {
+
+WorkerPool::WorkerPool(WorkerPoolOptions options, DeathCallback on_death)
+    : options_(std::move(options)), on_death_(std::move(on_death)) {}
+
+absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
+  JobID job_id = JobID::FromBinary(job.job_id());
+  ProcessOptions process;
+  std::string executable = job.worker_executable();
+  std::string code_path;
+  for (const auto& p : job.code_search_path()) code_path += (code_path.empty() ? "" : ":") + p;
+  if (!code_path.empty() || executable.empty()) executable = options_.default_worker_path;
+  if (executable.empty()) {
+    return absl::InvalidArgumentError("job " + job_id.Hex() + " names no worker executable and no code_search_path");
+  }
+  WorkerID id = WorkerID::FromRandom();
+  process.argv = {executable, "--orb-worker-mode"};
+  process.env = {{"ORB_WORKER_MODE", "1"},
+                 {"ORB_WORKER_ID", id.Hex()},
+                 {"ORB_JOB_ID", job_id.Hex()},
+                 {"ORB_NODE_ID", options_.node_id_hex},
+                 {"ORB_RAYLET_ADDRESS", options_.raylet_address},
+                 {"ORB_GCS_ADDRESS", options_.gcs_address},
+                 {"ORB_SESSION_DIR", options_.session_dir},
+                 {"ORB_TOKEN", options_.token},
+                 {"ORB_NAMESPACE", job.namespace_()},
+                 {"ORB_CODE_SEARCH_PATH", code_path}};
+  if (!options_.session_dir.empty()) {
+    process.output_path = options_.session_dir + "/logs/worker-" + id.Hex().substr(0, 12) + ".log";
+  }
+  process.die_with_parent = true;
+  auto pid = SpawnProcess(process);
+  if (!pid.ok()) return pid.status();
+  WorkerProcess& w = workers_[id];
+  w.id = id;
+  w.job = job_id;
+  w.pid = *pid;
+  spdlog::debug("started worker {} pid {} for job {}", id.Hex(), *pid, job_id.Hex());
+  return absl::OkStatus();
+}
+
+absl::Status WorkerPool::Register(const WorkerID& id, const JobID& job, pid_t pid, int port, bool is_driver) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) {
+    if (!is_driver) return absl::NotFoundError("worker " + id.Hex() + " was not started by this raylet");
+    WorkerProcess& d = workers_[id];
+    d.id = id;
+    d.job = job;
+    d.pid = pid;
+    d.port = port;
+    d.is_driver = true;
+    d.state = WorkerProcess::State::kLeased;  // never handed out
+    return absl::OkStatus();
+  }
+  it->second.port = port;
+  it->second.state = WorkerProcess::State::kIdle;
+  it->second.idle_since = std::chrono::steady_clock::now();
+  return absl::OkStatus();
+}
+
+void WorkerPool::Disconnect(const WorkerID& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  if (it->second.is_driver) {
+    HandleDeath(it);
+  } else {
+    Kill(id);
+  }
+}
+
+WorkerProcess* WorkerPool::PopIdle(const JobID& job) {
+  WorkerProcess* best = nullptr;
+  for (auto& [id, w] : workers_) {
+    if (w.job != job || w.state != WorkerProcess::State::kIdle) continue;
+    // The most recently idle worker is warmest (its caches, its pages).
+    if (!best || w.idle_since > best->idle_since) best = &w;
+  }
+  if (best) best->state = WorkerProcess::State::kLeased;
+  return best;
+}
+
+void WorkerPool::PushIdle(const WorkerID& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.is_driver) return;
+  it->second.state = WorkerProcess::State::kIdle;
+  it->second.idle_since = std::chrono::steady_clock::now();
+}
+
+void WorkerPool::Kill(const WorkerID& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.is_driver) return;
+  ::kill(it->second.pid, SIGKILL);
+  // ReapDead() collects it and reports the death.
+}
+
+void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it) {
+  WorkerProcess dead = it->second;
+  workers_.erase(it);
+  on_death_(dead);
+}
+
+void WorkerPool::ReapDead() {
+  int status = 0;
+  while (pid_t pid = ReapAnyChild(&status)) {
+    for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+      if (it->second.pid == pid && !it->second.is_driver) {
+        if (WIFSIGNALED(status)) {
+          spdlog::info("worker {} (pid {}) killed by signal {}", it->first.Hex(), pid, WTERMSIG(status));
+        }
+        HandleDeath(it);
+        break;
+      }
+    }
+  }
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    auto next = std::next(it);
+    if (it->second.is_driver && ::kill(it->second.pid, 0) != 0) HandleDeath(it);
+    it = next;
+  }
+}
+
+void WorkerPool::StopIdleWorkers() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& [id, w] : workers_) {
+    if (w.state == WorkerProcess::State::kIdle && now - w.idle_since > options_.idle_timeout) {
+      ::kill(w.pid, SIGTERM);
+      w.state = WorkerProcess::State::kLeased;  // never handed out again
+    }
+  }
+}
+
+void WorkerPool::KillAll() {
+  for (auto& [id, w] : workers_) {
+    if (!w.is_driver) ::kill(w.pid, SIGKILL);
+  }
+  for (auto& [id, w] : workers_) {
+    if (!w.is_driver) ::waitpid(w.pid, nullptr, 0);
+  }
+  workers_.clear();
+}
+
+int WorkerPool::NumStarting(const JobID& job) const {
+  int n = 0;
+  for (const auto& [id, w] : workers_) n += (w.job == job && w.state == WorkerProcess::State::kStarting);
+  return n;
+}
+
+int WorkerPool::NumStartingTotal() const {
+  int n = 0;
+  for (const auto& [id, w] : workers_) n += (w.state == WorkerProcess::State::kStarting);
+  return n;
+}
+
+const WorkerProcess* WorkerPool::Find(const WorkerID& id) const {
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+size_t WorkerPool::num_workers() const {
+  size_t n = 0;
+  for (const auto& [id, w] : workers_) n += !w.is_driver;
+  return n;
+}
+
+size_t WorkerPool::num_idle() const {
+  size_t n = 0;
+  for (const auto& [id, w] : workers_) n += (w.state == WorkerProcess::State::kIdle);
+  return n;
+}
+
+}  // namespace orb

@@ -1,0 +1,85 @@
+// The node's worker processes: starting them per job, handing out idle ones, noticing
+// deaths, and stopping workers that stay idle too long.
+//
+// A worker is started as the job's own executable (or the default worker when the job
+// loads its code from code_search_path) with `--orb-worker-mode` and its identity in
+// the environment, then registers over RPC with its port. Runs on the raylet's event
+// loop; not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/id.h"
+#include "gcs_service.pb.h"
+
+namespace orb {
+
+struct WorkerPoolOptions {
+  std::string node_id_hex;
+  std::string raylet_address;
+  std::string gcs_address;
+  std::string session_dir;
+  std::string token;
+  std::string default_worker_path;  // runs jobs that set code_search_path
+  std::chrono::milliseconds idle_timeout{60000};
+  // At most this many workers start at once (starting is CPU-heavy on a small node).
+  int max_starting = 4;
+};
+
+struct WorkerProcess {
+  enum class State { kStarting, kIdle, kLeased };
+  WorkerID id;
+  JobID job;
+  pid_t pid = 0;
+  int port = 0;
+  bool is_driver = false;
+  State state = State::kStarting;
+  std::chrono::steady_clock::time_point idle_since;
+};
+
+class WorkerPool {
+ public:
+  using DeathCallback = std::function<void(const WorkerProcess&)>;
+  WorkerPool(WorkerPoolOptions options, DeathCallback on_death);
+
+  // Starts a worker for `job`. InvalidArgument when the job has no way to run workers.
+  absl::Status StartWorker(const rpc::JobInfo& job);
+  // A started worker (or a driver) reports its port. NotFound for an unknown worker ID.
+  absl::Status Register(const WorkerID& id, const JobID& job, pid_t pid, int port, bool is_driver);
+  void Disconnect(const WorkerID& id);
+
+  // An idle worker of `job`, now marked leased; nullopt when there is none.
+  WorkerProcess* PopIdle(const JobID& job);
+  void PushIdle(const WorkerID& id);
+  void Kill(const WorkerID& id);
+  // Reaps exited children and forgets dead drivers, calling on_death for each.
+  void ReapDead();
+  // Stops idle workers past the idle timeout.
+  void StopIdleWorkers();
+  void KillAll();
+
+  int NumStarting(const JobID& job) const;
+  int NumStartingTotal() const;
+  int max_starting() const { return options_.max_starting; }
+  const WorkerProcess* Find(const WorkerID& id) const;
+  size_t num_workers() const;
+  size_t num_idle() const;
+
+ private:
+  void HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it);
+
+  WorkerPoolOptions options_;
+  DeathCallback on_death_;
+  std::unordered_map<WorkerID, WorkerProcess> workers_;
+};
+
+}  // namespace orb

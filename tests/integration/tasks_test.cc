@@ -1,0 +1,226 @@
+// The task and object API end to end, on an embedded cluster of real processes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "test_cluster.h"
+
+namespace {
+
+int Plus(int a, int b) { return a + b; }
+std::string Concat(std::string a, std::string b) { return a + b; }
+std::vector<int64_t> Range(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+int64_t SumVector(std::vector<int64_t> v) {
+  int64_t s = 0;
+  for (auto x : v) s += x;
+  return s;
+}
+int Throws(int x) { throw std::runtime_error("bad input " + std::to_string(x)); }
+int SleepMs(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+// Sums 1..n by submitting one task per term and waiting for all of them: a task that
+// blocks in Get on its own children.
+int NestedSum(int n) {
+  std::vector<orb::ObjectRef<int>> parts;
+  for (int i = 1; i <= n; ++i) parts.push_back(orb::Task(Plus).Remote(i, 0));
+  int total = 0;
+  for (const auto& p : orb::Get(parts)) total += *p;
+  return total;
+}
+// Dies on its first attempt (a marker file remembers), succeeds on the next.
+int DieOnce(std::string marker) {
+  if (!std::filesystem::exists(marker)) {
+    std::ofstream(marker) << "attempted";
+    ::kill(::getpid(), SIGKILL);
+  }
+  return 7;
+}
+int AlwaysDie(int) {
+  ::kill(::getpid(), SIGKILL);
+  return 0;
+}
+std::string WhereAmI(int) {
+  return orb::GetRuntimeContext().GetNodeId() + "/" + orb::GetRuntimeContext().GetTaskId();
+}
+ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI);
+
+orb::Config TestConfig() {
+  orb::Config config;
+  config.num_cpus = 2;
+  config.object_store_memory = 64ll << 20;
+  config.infeasible_grace_ms = 300;
+  return config;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))).string();
+}
+
+}  // namespace
+
+TEST_CASE("a task returns its value through Get", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  auto r = orb::Task(Plus).Remote(1, 2);
+  CHECK(*orb::Get(r) == 3);
+  CHECK(*r.Get() == 3);
+  CHECK(r.ID().size() == 40);
+  CHECK(*orb::Task(Concat).Remote(std::string("ab"), std::string("cd")).Get() == "abcd");
+}
+
+TEST_CASE("ObjectRef arguments arrive as values, and chains of tasks compose", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  auto a = orb::Task(Plus).Remote(1, 2);
+  auto b = orb::Task(Plus).Remote(a, 10);
+  auto c = orb::Task(Plus).Remote(a, b);
+  CHECK(*orb::Get(c) == 16);
+  auto put = orb::Put(100);
+  CHECK(*orb::Task(Plus).Remote(put, put).Get() == 200);
+}
+
+TEST_CASE("many tasks run and every result is right", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::vector<orb::ObjectRef<int>> refs;
+  for (int i = 0; i < 500; ++i) refs.push_back(orb::Task(Plus).Remote(i, i));
+  auto values = orb::Get(refs);
+  REQUIRE(values.size() == 500);
+  for (int i = 0; i < 500; ++i) CHECK(*values[i] == 2 * i);
+}
+
+TEST_CASE("large values go through the shared-memory store, both ways", "[objects]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::vector<int64_t> big(1 << 20);  // 8 MiB of payload
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int64_t>(i);
+  auto ref = orb::Put(big);
+  CHECK(*orb::Get(ref) == big);
+  int64_t n = 1 << 20;
+  CHECK(*orb::Task(SumVector).Remote(ref).Get() == n * (n - 1) / 2);
+  auto produced = orb::Task(Range).Remote(n);  // a large return value
+  CHECK(orb::Get(produced)->size() == static_cast<size_t>(n));
+  CHECK(*orb::Task(SumVector).Remote(produced).Get() == n * (n - 1) / 2);
+}
+
+TEST_CASE("dropping refs frees store memory for new objects", "[objects]") {
+  orb::testing::EnsureCluster(TestConfig());
+  // 20 objects of 16 MiB through a 64 MiB store: only works if freed ones are reused.
+  for (int i = 0; i < 20; ++i) {
+    auto ref = orb::Put(std::vector<int64_t>(2 << 20, i));
+    CHECK(orb::Get(ref)->at(5) == i);
+  }
+}
+
+TEST_CASE("an object larger than the store is ObjectStoreFullError", "[objects][errors]") {
+  orb::testing::EnsureCluster(TestConfig());
+  CHECK_THROWS_AS(orb::Put(std::vector<int64_t>(10 << 20, 1)), orb::ObjectStoreFullError);
+  // The store still works afterwards.
+  CHECK(orb::Get(orb::Put(std::vector<int64_t>(1 << 20, 2)))->at(0) == 2);
+}
+
+TEST_CASE("a task that throws gives TaskError with the function and message; dependents fail too", "[errors]") {
+  orb::testing::EnsureCluster(TestConfig());
+  auto bad = orb::Task(Throws).Remote(5);
+  try {
+    orb::Get(bad);
+    FAIL("expected TaskError");
+  } catch (const orb::TaskError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("Throws") && Catch::Contains("bad input 5"));
+  }
+  auto dependent = orb::Task(Plus).Remote(bad, 1);
+  CHECK_THROWS_AS(orb::Get(dependent), orb::TaskError);
+  CHECK(*orb::Task(Plus).Remote(2, 2).Get() == 4);  // the worker keeps serving
+}
+
+TEST_CASE("Get with a timeout throws GetTimeoutError; Wait splits ready from unready", "[objects]") {
+  orb::testing::EnsureCluster(TestConfig());
+  auto slow = orb::Task(SleepMs).Remote(1500);
+  CHECK_THROWS_AS(orb::Get(slow, 100), orb::GetTimeoutError);
+  auto fast = orb::Task(SleepMs).Remote(0);
+  orb::Get(fast);
+  auto result = orb::Wait(std::vector<orb::ObjectRef<int>>{slow, fast}, 1, 5000);
+  CHECK(result.ready.size() == 1);
+  CHECK(result.unready.size() == 1);
+  CHECK(result.ready[0].ID() == fast.ID());
+  CHECK(*orb::Get(slow) == 1500);
+}
+
+TEST_CASE("tasks that wait on their own child tasks do not deadlock", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  // Two CPUs, three parents each holding one while waiting: blocked workers lend theirs back.
+  std::vector<orb::ObjectRef<int>> parents;
+  for (int i = 0; i < 3; ++i) parents.push_back(orb::Task(NestedSum).Remote(10));
+  for (const auto& v : orb::Get(parents, 60000)) CHECK(*v == 55);
+}
+
+TEST_CASE("a worker that dies mid-task is retried; past max_retries it is WorkerCrashedError", "[faults]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string marker = TempPath("orb-die-once");
+  std::filesystem::remove(marker);
+  CHECK(*orb::Task(DieOnce).Remote(marker).Get(60000) == 7);
+  std::filesystem::remove(marker);
+  CHECK_THROWS_AS(orb::Task(AlwaysDie).SetMaxRetries(1).Remote(0).Get(60000), orb::WorkerCrashedError);
+}
+
+TEST_CASE("a request no node can satisfy is InfeasibleError after the grace period", "[errors]") {
+  orb::testing::EnsureCluster(TestConfig());
+  CHECK_THROWS_AS(orb::Task(Plus).SetResource("GPU", 4).Remote(1, 1).Get(30000), orb::InfeasibleError);
+  CHECK_THROWS_AS(orb::Task(Plus).SetResource("CPU", -1).Remote(1, 1), orb::Error);
+  CHECK(*orb::Task(Plus).SetResource("CPU", 0.5).Remote(1, 1).Get() == 2);
+}
+
+TEST_CASE("bad input gets a typed error naming the cause", "[errors]") {
+  orb::testing::EnsureCluster(TestConfig());
+  SECTION("unknown function name") {
+    orb::ObjectRef<int> r(orb::internal::SubmitTask("NoSuchFunction", {}, {}), orb::internal::AdoptRef{});
+    try {
+      orb::Get(r);
+      FAIL("expected TaskError");
+    } catch (const orb::TaskError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("NoSuchFunction") && Catch::Contains("not registered"));
+    }
+  }
+  SECTION("an argument of the wrong type") {
+    orb::internal::ArgData arg;
+    arg.value = orb::internal::Serialize(std::string("not a number"));
+    orb::internal::ArgData two;
+    two.value = orb::internal::Serialize(2);
+    orb::ObjectRef<int> r(orb::internal::SubmitTask("Plus", {arg, two}, {}), orb::internal::AdoptRef{});
+    try {
+      orb::Get(r);
+      FAIL("expected TaskError");
+    } catch (const orb::TaskError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("argument 0") && Catch::Contains("Plus"));
+    }
+  }
+  SECTION("a value that does not deserialize to the requested type") {
+    auto r = orb::Task(Plus).Remote(1, 2);
+    orb::ObjectRef<std::vector<std::string>> wrong(r.data());
+    CHECK_THROWS_AS(orb::Get(wrong), orb::Error);
+  }
+  SECTION("Get of an object whose owner is gone") {
+    orb::internal::RefData orphan{std::string(20, '\x01'), "127.0.0.1:1"};
+    orb::ObjectRef<int> r(orphan);
+    CHECK_THROWS_AS(orb::Get(r, 10000), orb::ObjectLostError);
+  }
+}
+
+TEST_CASE("runtime context and node listing describe where code runs", "[context]") {
+  orb::testing::EnsureCluster(TestConfig());
+  auto nodes = orb::Nodes();
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].alive);
+  CHECK(nodes[0].resources_total.at("CPU") == 2);
+  CHECK(orb::GetRuntimeContext().GetTaskId().empty());
+  std::string where = *orb::Task(WhereAmI).Remote(0).Get();
+  CHECK(where.substr(0, 32) == nodes[0].node_id);
+  CHECK(where.size() == 32 + 1 + 32);
+  CHECK(orb::GetRuntimeContext().GetJobId().size() == 8);
+}

@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+
+#include "common/event_loop.h"
+#include "raylet/object_store/arena_allocator.h"
+#include "raylet/object_store/local_object_store.h"
+
+using namespace orb;
+
+TEST_CASE("the arena allocator reuses and coalesces freed ranges", "[object_store]") {
+  ArenaAllocator alloc(1024);
+  auto a = alloc.Allocate(256);
+  auto b = alloc.Allocate(256);
+  auto c = alloc.Allocate(512);
+  REQUIRE((a && b && c));
+  CHECK_FALSE(alloc.Allocate(1));
+  alloc.Free(*a, 256);
+  alloc.Free(*b, 256);
+  auto d = alloc.Allocate(512);  // only fits if a and b merged
+  REQUIRE(d);
+  CHECK(*d == *a);
+  CHECK(alloc.used() == 1024);
+}
+
+namespace {
+ObjectID Id(int n) { return ObjectID::ForPut(TaskID::Nil(), static_cast<uint32_t>(n)); }
+}  // namespace
+
+TEST_CASE("objects are created, sealed, read while pinned and freed by their owner", "[object_store]") {
+  EventLoop loop;
+  LocalObjectStore store(1 << 20, &loop);
+  WorkerID owner = WorkerID::FromRandom();
+  WorkerID reader = WorkerID::FromRandom();
+  auto created = store.Create(Id(1), 1000, owner);
+  REQUIRE(created.ok());
+  CHECK_FALSE(store.Contains(Id(1)));  // not readable before Seal
+  REQUIRE(store.Seal(Id(1)).ok());
+  std::vector<ObjectLocationInArena> got;
+  store.Get({Id(1), Id(2)}, reader, std::chrono::milliseconds(0), [&](auto locs) { got = locs; });
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].found);
+  CHECK(got[0].offset == created->offset);
+  CHECK_FALSE(got[1].found);
+  store.Delete({Id(1)});
+  CHECK(store.num_objects() == 1);  // still pinned by the reader
+  store.Release({Id(1)}, reader);
+  CHECK(store.num_objects() == 0);
+  CHECK(store.used() == 0);
+}
+
+TEST_CASE("a full store evicts least-recently-used unreferenced objects, then says ObjectStoreFull", "[object_store]") {
+  EventLoop loop;
+  LocalObjectStore store(4096, &loop);
+  WorkerID gone = WorkerID::FromRandom();
+  WorkerID alive = WorkerID::FromRandom();
+  REQUIRE(store.Create(Id(1), 2048, gone).ok());
+  REQUIRE(store.Seal(Id(1)).ok());
+  REQUIRE(store.Create(Id(2), 2048, alive).ok());
+  REQUIRE(store.Seal(Id(2)).ok());
+  // Nothing is evictable while both owners live.
+  auto full = store.Create(Id(3), 2048, alive);
+  CHECK(full.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(full.status().message()), Catch::Contains("object store full"));
+  store.ForgetWorker(gone);  // its object becomes evictable
+  REQUIRE(store.Create(Id(3), 2048, alive).ok());
+  CHECK_FALSE(store.Contains(Id(1)));
+  CHECK(store.Contains(Id(2)));
+  CHECK(store.Create(Id(4), 1 << 20, alive).status().code() == absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("a Get waits for an object sealed later", "[object_store]") {
+  EventLoop loop;
+  LocalObjectStore store(4096, &loop);
+  WorkerID w = WorkerID::FromRandom();
+  std::vector<ObjectLocationInArena> got;
+  store.Get({Id(7)}, w, std::chrono::milliseconds(10000), [&](auto locs) { got = locs; });
+  CHECK(got.empty());
+  REQUIRE(store.Create(Id(7), 10, w).ok());
+  REQUIRE(store.Seal(Id(7)).ok());
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].found);
+}
