@@ -124,6 +124,7 @@ void TaskSubmitter::OnLeaseGranted(const std::string& key, rpc::RequestWorkerLea
     return;
   }
   LeaseID id = LeaseID::FromBinary(reply.lease_id());
+  spdlog::debug("got lease {} ({} pending)", id.Hex().substr(0, 8), queue.pending.size());
   Lease& lease = queue.leases[id];
   lease.id = id;
   lease.address = reply.worker_address();
@@ -147,6 +148,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   }
   lease.batches_in_flight++;
   lease.idle_epoch++;
+  spdlog::debug("pushing {} task(s) to lease {}", batch.size(), lease.id.Hex().substr(0, 8));
   CallOptions call;
   call.timeout = std::chrono::hours(24 * 365);  // tasks may run for as long as they like
   LeaseID lease_id = lease.id;

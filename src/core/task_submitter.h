@@ -35,7 +35,7 @@ struct TaskSubmitterOptions {
   rpc::Address self_address;
   std::chrono::milliseconds lease_idle{200};
   int max_batch = 64;
-  int max_batches_in_flight = 2;
+  int max_batches_in_flight = 1;
   int max_pending_lease_requests = 16;
   size_t max_inline_arg_bytes = 100 * 1024;
 };

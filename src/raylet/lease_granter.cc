@@ -23,7 +23,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
   spdlog::debug("lease request for job {} shape {}", JobID::FromBinary(request.job_id()).Hex(),
                 ResourceSet::FromMap(amounts).ToString());
   PendingLease pending{next_seq_++, JobID::FromBinary(request.job_id()), ResourceSet::FromMap(amounts),
-                       std::move(callback)};
+                       std::move(callback), WorkerID::FromBinary(request.requester_worker_id())};
   if (!total_.Contains(pending.resources)) {
     uint64_t seq = pending.seq;
     loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
@@ -73,8 +73,10 @@ void LeaseGranter::EnsureJobInfo(const JobID& job) {
 void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   LeaseID id = LeaseID::FromRandom();
   available_.Subtract(pending.resources);
-  leases_[id] = Lease{worker->id, pending.resources};
+  leases_[id] = Lease{worker->id, pending.resources, pending.requester};
   lease_of_worker_[worker->id] = id;
+  spdlog::debug("lease {} granted: worker {} with {}", id.Hex().substr(0, 8), worker->id.Hex().substr(0, 8),
+                pending.resources.ToString());
   rpc::RequestWorkerLeaseReply reply;
   reply.set_lease_id(id.Binary());
   auto* address = reply.mutable_worker_address();
@@ -129,6 +131,7 @@ ResourceSet LeaseGranter::HeldBy(const Lease& lease) {
 
 void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
   auto it = leases_.find(lease_id);
+  spdlog::debug("lease {} returned{}", lease_id.Hex().substr(0, 8), worker_failed ? " (worker failed)" : "");
   if (it == leases_.end()) return;  // already released (the worker died first)
   Lease lease = it->second;
   leases_.erase(it);
@@ -168,6 +171,28 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
       leases_.erase(it);
     }
     lease_of_worker_.erase(lid);
+  }
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->requester != worker.id) {
+      ++it;
+      continue;
+    }
+    rpc::RequestWorkerLeaseReply reply;
+    reply.set_rejected(true);
+    auto callback = std::move(it->callback);
+    it = queue_.erase(it);
+    callback(std::move(reply));
+  }
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (it->second.requester != worker.id) {
+      ++it;
+      continue;
+    }
+    spdlog::info("reclaiming lease {} of dead worker {}", it->first.Hex().substr(0, 8), worker.id.Hex());
+    available_.Add(HeldBy(it->second));
+    lease_of_worker_.erase(it->second.worker);
+    pool_->Kill(it->second.worker);
+    it = leases_.erase(it);
   }
   Dispatch();
 }

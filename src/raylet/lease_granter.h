@@ -42,6 +42,8 @@ class LeaseGranter {
   void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
   void ReturnLease(const LeaseID& lease, bool worker_failed);
   void SetBlocked(const WorkerID& worker, bool blocked);
+  // A worker or driver died: release the lease it ran under, drop the requests it made,
+  // and reclaim the leases it held (their workers run orphaned tasks and are stopped).
   void OnWorkerDeath(const WorkerProcess& worker);
   // Grants whatever can be granted now. Call after anything that frees resources or workers.
   void Dispatch();
@@ -57,10 +59,12 @@ class LeaseGranter {
     JobID job;
     ResourceSet resources;
     LeaseCallback callback;
+    WorkerID requester;
   };
   struct Lease {
     WorkerID worker;
     ResourceSet resources;
+    WorkerID requester;  // the driver or worker that holds the lease
     bool blocked = false;
   };
   void EnsureJobInfo(const JobID& job);
