@@ -3,16 +3,17 @@
 
 #include "cli/commands.h"
 #include "common/daemon_launcher.h"
+#include "common/id.h"
 #include "common/session.h"
 
 namespace orb::cli {
 namespace {
 
 std::vector<std::string> RayletArgs(const StartOptions& o, const std::string& raylet_bin, const std::string& gcs_address,
-                                    const std::string& session, const std::string& token_file) {
+                                    const std::string& session, const std::string& token_file, const std::string& tag) {
   std::vector<std::string> argv = {raylet_bin, "--gcs-address", gcs_address, "--port", "0", "--session-dir", session,
                                    "--token-file", token_file, "--node-ip-address", o.node_ip,
-                                   "--log-file", session + "/logs/raylet-" + std::to_string(::time(nullptr)) + ".log"};
+                                   "--log-file", session + "/logs/raylet-" + tag + ".log"};
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
   if (o.num_cpus >= 0) argv.insert(argv.end(), {"--num-cpus", std::to_string(o.num_cpus)});
   if (o.num_gpus >= 0) argv.insert(argv.end(), {"--num-gpus", std::to_string(o.num_gpus)});
@@ -71,8 +72,10 @@ int Start(const StartOptions& o) {
     token_file = session + "/token";
     if (!token.empty()) WriteStringToFile(token_file, token, 0600).IgnoreError();
   }
-  auto raylet = StartDaemon(RayletArgs(o, raylet_bin, gcs_address, session, token_file),
-                            session + "/logs/raylet-" + std::to_string(::time(nullptr)) + ".out",
+  // Several raylets may share a session directory: each gets its own log files.
+  std::string tag = NodeID::FromRandom().Hex().substr(0, 8);
+  auto raylet = StartDaemon(RayletArgs(o, raylet_bin, gcs_address, session, token_file, tag),
+                            session + "/logs/raylet-" + tag + ".out",
                             /*die_with_parent=*/false, std::chrono::seconds(30));
   if (!raylet.ok()) return Fail(std::string(raylet.status().message()));
 

@@ -104,6 +104,12 @@ void WorkerPool::Kill(const WorkerID& id) {
 void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it) {
   WorkerProcess dead = it->second;
   workers_.erase(it);
+  if (dead.is_driver) {
+    // The job is over: its workers have nothing left to do.
+    for (auto& [id, w] : workers_) {
+      if (w.job == dead.job && !w.is_driver) ::kill(w.pid, SIGKILL);
+    }
+  }
   on_death_(dead);
 }
 

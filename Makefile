@@ -1,0 +1,50 @@
+# The two commands: `make test` and `make demo`. Both install missing Debian packages first.
+BUILD_DIR ?= build
+JOBS ?= 2
+BUILD_TYPE ?= RelWithDebInfo
+
+DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+  libabsl-dev libboost-dev librocksdb-dev catch2 libmsgpack-cxx-dev \
+  nlohmann-json3-dev libspdlog-dev libcli11-dev
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+.PHONY: deps configure build test unit integration demo bench install clean
+
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "all Debian packages present"; fi
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(LAUNCHER)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure
+
+unit: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L unit
+
+integration: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L integration
+
+demo: build
+	$(BUILD_DIR)/examples/hello
+	$(BUILD_DIR)/examples/pi
+
+bench: build
+	$(BUILD_DIR)/bin/orb_microbenchmark
+
+install: build
+	cmake --install $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR)

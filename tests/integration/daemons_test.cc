@@ -1,0 +1,238 @@
+// gcs_server and raylet as real processes: authentication, malformed requests, bad
+// flags, and a GCS killed with SIGKILL and restarted on its storage.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <thread>
+
+#include "common/daemon_launcher.h"
+#include "common/id.h"
+#include "common/process.h"
+#include "common/rpc.h"
+#include "common/session.h"
+#include "gcs_service.grpc.pb.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace fs = std::filesystem;
+using namespace orb;
+
+namespace {
+
+struct TempDir {
+  TempDir() : path(fs::temp_directory_path() / ("orb-daemons-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+  static inline int counter = 0;
+};
+
+struct Daemon {
+  DaemonStart started;
+  ~Daemon() { StopProcess(started.pid, std::chrono::milliseconds(2000)); }
+};
+
+std::unique_ptr<Daemon> StartGcs(const TempDir& dir, const std::string& token, const std::string& storage = "",
+                                 int port = 0) {
+  std::vector<std::string> argv = {FindOrbBinary("gcs_server"), "--port", std::to_string(port), "--node-timeout-ms",
+                                   "2000"};
+  if (!token.empty()) {
+    WriteStringToFile((dir.path / "token").string(), token, 0600).IgnoreError();
+    argv.insert(argv.end(), {"--token-file", (dir.path / "token").string()});
+  }
+  if (!storage.empty()) argv.insert(argv.end(), {"--storage-dir", storage});
+  auto started = StartDaemon(argv, (dir.path / ("gcs-" + std::to_string(::time(nullptr)) + ".out")).string(),
+                             /*die_with_parent=*/true, std::chrono::seconds(20));
+  REQUIRE(started.ok());
+  auto d = std::make_unique<Daemon>();
+  d->started = *started;
+  return d;
+}
+
+std::unique_ptr<Daemon> StartRaylet(const TempDir& dir, const std::string& gcs, const std::string& token) {
+  std::vector<std::string> argv = {FindOrbBinary("raylet"), "--gcs-address", gcs, "--num-cpus", "1",
+                                   "--object-store-memory", std::to_string(16 << 20), "--resources", "{\"zone_a\": 2}"};
+  if (!token.empty()) argv.insert(argv.end(), {"--token-file", (dir.path / "token").string()});
+  auto started = StartDaemon(argv, (dir.path / "raylet.out").string(), true, std::chrono::seconds(20));
+  REQUIRE(started.ok());
+  auto d = std::make_unique<Daemon>();
+  d->started = *started;
+  return d;
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+int RunAndWait(const std::vector<std::string>& argv, const std::string& out) {
+  ProcessOptions p;
+  p.argv = argv;
+  p.output_path = out;
+  auto pid = SpawnProcess(p);
+  REQUIRE(pid.ok());
+  int status = 0;
+  ::waitpid(*pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("every RPC without the cluster token is refused as UNAUTHENTICATED", "[security]") {
+  TempDir dir;
+  auto gcs = StartGcs(dir, "s3cret-token");
+  RpcClient<rpc::GcsService> anonymous(gcs->started.address, "");
+  auto reply = anonymous.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
+  CHECK(reply.status().code() == absl::StatusCode::kUnauthenticated);
+  RpcClient<rpc::GcsService> wrong(gcs->started.address, "wrong-token!");
+  CHECK(wrong.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), rpc::KvGetRequest()).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  RpcClient<rpc::GcsService> member(gcs->started.address, "s3cret-token");
+  CHECK(member.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest()).ok());
+
+  auto raylet = StartRaylet(dir, gcs->started.address, "s3cret-token");
+  RpcClient<rpc::RayletService> raylet_anon(raylet->started.address, "");
+  CHECK(raylet_anon.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest()).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+}
+
+TEST_CASE("daemons bind to loopback only by default", "[security]") {
+  TempDir dir;
+  auto gcs = StartGcs(dir, "");
+  CHECK(gcs->started.address.rfind("127.0.0.1:", 0) == 0);
+}
+
+TEST_CASE("malformed requests get INVALID_ARGUMENT and the daemons keep running", "[errors]") {
+  TempDir dir;
+  auto gcs = StartGcs(dir, "t");
+  auto raylet = StartRaylet(dir, gcs->started.address, "t");
+  RpcClient<rpc::GcsService> g(gcs->started.address, "t");
+  RpcClient<rpc::RayletService> r(raylet->started.address, "t");
+
+  rpc::RegisterNodeRequest bad_node;
+  bad_node.mutable_node()->set_node_id("short");
+  CHECK(g.CallSync<rpc::RegisterNodeReply>(ORB_RPC(RegisterNode), bad_node).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(g.CallSync<rpc::KvPutReply>(ORB_RPC(KvPut), rpc::KvPutRequest()).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+
+  rpc::CreateObjectRequest bad_object;
+  bad_object.set_object_id("x");
+  bad_object.set_size(10);
+  CHECK(r.CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), bad_object).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  rpc::CreateObjectRequest negative;
+  negative.set_object_id(ObjectID::FromRandom().Binary());
+  negative.set_size(-5);
+  CHECK(r.CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), negative).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  rpc::CreateObjectRequest huge;
+  huge.set_object_id(ObjectID::FromRandom().Binary());
+  huge.set_size(1ll << 40);
+  auto full = r.CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), huge);
+  REQUIRE(full.ok());
+  CHECK(full->error().type() == rpc::OBJECT_STORE_FULL);
+  rpc::RequestWorkerLeaseRequest no_job;
+  CHECK(r.CallSync<rpc::RequestWorkerLeaseReply>(ORB_RPC(RequestWorkerLease), no_job).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  rpc::RegisterWorkerRequest stranger;
+  stranger.set_worker_id(WorkerID::FromRandom().Binary());
+  CHECK(r.CallSync<rpc::RegisterWorkerReply>(ORB_RPC(RegisterWorker), stranger).status().code() ==
+        absl::StatusCode::kNotFound);
+
+  CHECK(IsProcessAlive(gcs->started.pid));
+  CHECK(IsProcessAlive(raylet->started.pid));
+  auto stats = r.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest());
+  REQUIRE(stats.ok());
+  CHECK(stats->resources_total().at("zone_a") == 2);
+  CHECK(stats->object_store_used_bytes() == 0);
+}
+
+TEST_CASE("a flag with a bad value, or a port in use, exits non-zero saying why", "[errors]") {
+  TempDir dir;
+  std::string out = (dir.path / "bad.out").string();
+  CHECK(RunAndWait({FindOrbBinary("gcs_server"), "--port", "notaport"}, out) != 0);
+  CHECK_THAT(*ReadFileToString(out), Catch::Contains("--port"));
+  CHECK(RunAndWait({FindOrbBinary("raylet"), "--gcs-address", "127.0.0.1:1", "--resources", "{\"x\": -1}"}, out) != 0);
+  CHECK_THAT(*ReadFileToString(out), Catch::Contains("'x'"));
+  CHECK(RunAndWait({FindOrbBinary("raylet"), "--gcs-address", "nonsense"}, out) != 0);
+  CHECK_THAT(*ReadFileToString(out), Catch::Contains("HOST:PORT"));
+  auto gcs = StartGcs(dir, "");
+  std::string port = gcs->started.address.substr(gcs->started.address.rfind(':') + 1);
+  CHECK(RunAndWait({FindOrbBinary("gcs_server"), "--port", port}, out) != 0);
+  CHECK_THAT(*ReadFileToString(out), Catch::Contains("cannot listen"));
+}
+
+TEST_CASE("a GCS killed with SIGKILL and restarted keeps jobs and keys; the raylet stays a member", "[faults]") {
+  TempDir dir;
+  std::string storage = (dir.path / "storage").string();
+  auto gcs = StartGcs(dir, "t", storage);
+  std::string address = gcs->started.address;
+  int port = std::stoi(address.substr(address.rfind(':') + 1));
+  auto raylet = StartRaylet(dir, address, "t");
+  RpcClient<rpc::GcsService> g(address, "t");
+
+  rpc::KvPutRequest put;
+  put.set_namespace_("ns");
+  put.set_key("model/checkpoint");
+  put.set_value("step-42");
+  REQUIRE(g.CallSync<rpc::KvPutReply>(ORB_RPC(KvPut), put)->added());
+  rpc::AddJobRequest job;
+  job.mutable_job()->set_worker_executable("/bin/true");
+  auto added = g.CallSync<rpc::AddJobReply>(ORB_RPC(AddJob), job);
+  REQUIRE(added.ok());
+
+  ::kill(gcs->started.pid, SIGKILL);
+  ::waitpid(gcs->started.pid, nullptr, 0);
+  gcs = StartGcs(dir, "t", storage, port);
+
+  CallOptions retry;
+  retry.max_attempts = 20;
+  rpc::KvGetRequest get;
+  get.set_namespace_("ns");
+  get.set_key("model/checkpoint");
+  auto value = g.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), get, retry);
+  REQUIRE(value.ok());
+  CHECK(value->found());
+  CHECK(value->value() == "step-42");
+  rpc::KvGetRequest other_ns = get;
+  other_ns.set_namespace_("other");
+  CHECK_FALSE(g.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), other_ns)->found());
+  auto jobs = g.CallSync<rpc::GetAllJobsReply>(ORB_RPC(GetAllJobs), rpc::GetAllJobsRequest());
+  REQUIRE(jobs.ok());
+  REQUIRE(jobs->jobs_size() == 1);
+  CHECK(jobs->jobs(0).job_id() == added->job_id());
+  // New job IDs continue after the old ones.
+  auto next = g.CallSync<rpc::AddJobReply>(ORB_RPC(AddJob), job);
+  CHECK(JobIDToInt(JobID::FromBinary(next->job_id())) == JobIDToInt(JobID::FromBinary(added->job_id())) + 1);
+
+  // The raylet keeps heartbeating: after several node timeouts it is still alive.
+  auto alive_nodes = [&] {
+    auto nodes = g.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
+    int n = 0;
+    if (nodes.ok()) {
+      for (const auto& node : nodes->nodes()) n += node.state() == rpc::NodeInfo::ALIVE;
+    }
+    return n;
+  };
+  // Alive throughout more than two node timeouts: heartbeats reached the new GCS.
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(4500);
+  bool stayed_alive = true;
+  while (stayed_alive && std::chrono::steady_clock::now() < until) {
+    stayed_alive = alive_nodes() == 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(stayed_alive);
+
+  // A raylet killed with SIGKILL is declared dead within the node timeout.
+  ::kill(raylet->started.pid, SIGKILL);
+  CHECK(WaitFor([&] { return alive_nodes() == 0; }, std::chrono::seconds(10)));
+}

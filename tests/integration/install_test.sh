@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs orb into a temporary prefix, builds an outside project against it with
+# find_package(orb), and runs that program on the embedded default and on a cluster
+# started by the installed `orb start --head`. Nothing from the build tree is used.
+set -euo pipefail
+build_dir=$1
+source_dir=$2
+work=$(mktemp -d)
+trap 'env -u ORB_BIN_DIR "$work/prefix/bin/orb" stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+unset ORB_BIN_DIR
+export ORB_TEMP_DIR="$work/orbtmp"
+
+cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+cmake -S "$source_dir/tests/install_consumer" -B "$work/consumer" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+export LD_LIBRARY_PATH="$work/prefix/lib"
+
+echo "--- embedded default"
+out=$("$work/consumer/app")
+echo "$out"
+grep -q "consumer ok: 210 on 1 node(s)" <<<"$out"
+
+echo "--- cluster from orb start --head"
+start=$("$work/prefix/bin/orb" start --head --port 0 --num-cpus 2)
+echo "$start"
+address=$(sed -n 's/^  GCS address: *//p' <<<"$start")
+out=$("$work/consumer/app" --orb-address="$address")
+echo "$out"
+grep -q "consumer ok: 210 on 1 node(s)" <<<"$out"
+"$work/prefix/bin/orb" status | grep -q "CPU"
+"$work/prefix/bin/orb" stop
+if pgrep -u "$(id -u)" -f "$work/prefix/bin/" >/dev/null; then
+  echo "processes left behind after orb stop:"; pgrep -a -u "$(id -u)" -f "$work/prefix/bin/"; exit 1
+fi
+echo "install test passed"
