@@ -60,7 +60,12 @@ std::vector<std::shared_ptr<T>> Get(const std::vector<ObjectRef<T>>& refs, int64
 // Stores a value in the cluster and returns a reference this process owns.
 template <class T>
 ObjectRef<T> Put(const T& value) {
-  return ObjectRef<T>(internal::Put(internal::Serialize(value)), internal::AdoptRef{});
+  size_t size = internal::SerializedSize(value);
+  auto write = [&value](char* destination) {
+    internal::RawWriter writer{destination};
+    msgpack::pack(writer, value);
+  };
+  return ObjectRef<T>(internal::PutWith(size, write), internal::AdoptRef{});
 }
 
 // Waits until `num_objects` of `refs` are ready or `timeout_ms` passes (< 0: no limit).

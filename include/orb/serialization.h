@@ -7,6 +7,7 @@
 #define MSGPACK_NO_BOOST
 #endif
 #include <msgpack.hpp>
+#include <cstring>
 #include <string>
 
 #include "orb/errors.h"
@@ -18,6 +19,27 @@ std::string Serialize(const T& value) {
   msgpack::sbuffer buffer;
   msgpack::pack(buffer, value);
   return std::string(buffer.data(), buffer.size());
+}
+
+// msgpack streams that count bytes, and that write them straight to a destination:
+// together they let Put serialize a large value once, into its final place.
+struct SizeCounter {
+  size_t size = 0;
+  void write(const char*, size_t n) { size += n; }
+};
+struct RawWriter {
+  char* out;
+  void write(const char* data, size_t n) {
+    std::memcpy(out, data, n);
+    out += n;
+  }
+};
+
+template <class T>
+size_t SerializedSize(const T& value) {
+  SizeCounter counter;
+  msgpack::pack(counter, value);
+  return counter.size;
 }
 
 // Throws orb::Error naming the expected type when the bytes do not hold a T.

@@ -200,6 +200,23 @@ internal::RefData CoreWorker::Put(std::string bytes) {
   return internal::RefData{id.Binary(), OwnerString()};
 }
 
+internal::RefData CoreWorker::PutWith(size_t size, const std::function<void(char*)>& write) {
+  if (size <= options_.max_inline_bytes) {
+    std::string bytes(size, '\0');
+    write(bytes.data());
+    return Put(std::move(bytes));
+  }
+  ObjectID id = NextPutId();
+  absl::Status s = store_->PutWith(id, size, self_address_, write);
+  if (s.code() == absl::StatusCode::kResourceExhausted) throw ObjectStoreFullError(std::string(s.message()));
+  if (!s.ok()) throw Error("cannot store object " + id.Hex() + ": " + std::string(s.message()));
+  rpc::ObjectValue value;
+  value.set_size(static_cast<int64_t>(size));
+  value.set_in_store_node_id(node_id_.Binary());
+  objects_->AddReady(id, std::move(value));
+  return internal::RefData{id.Binary(), OwnerString()};
+}
+
 internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
                                          const internal::TaskOptionsData& options) {
   if (auto s = ResourceSet::Validate(options.resources); !s.ok()) throw Error(std::string(s.message()));

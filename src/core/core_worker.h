@@ -53,6 +53,7 @@ class CoreWorker {
   internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
                                const internal::TaskOptionsData& options);
   internal::RefData Put(std::string bytes);
+  internal::RefData PutWith(size_t size, const std::function<void(char*)>& write);
   std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
                                                           int64_t timeout_ms);
   std::vector<bool> Wait(const std::vector<internal::RefData>& refs, int num_objects, int64_t timeout_ms);

@@ -139,6 +139,8 @@ RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, 
 
 RefData Put(std::string bytes) { return Worker().Put(std::move(bytes)); }
 
+RefData PutWith(size_t size, const std::function<void(char*)>& write) { return Worker().PutWith(size, write); }
+
 std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms) {
   return Worker().Get(refs, timeout_ms);
 }

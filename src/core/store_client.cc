@@ -25,17 +25,22 @@ StoreClient::StoreClient(RpcClient<rpc::RayletService>* raylet, WorkerID self, s
     : raylet_(raylet), self_(self), arena_(std::move(arena)) {}
 
 absl::Status StoreClient::Put(const ObjectID& id, const std::string& bytes, const rpc::Address& owner) {
+  return PutWith(id, bytes.size(), owner, [&bytes](char* out) { std::memcpy(out, bytes.data(), bytes.size()); });
+}
+
+absl::Status StoreClient::PutWith(const ObjectID& id, size_t size, const rpc::Address& owner,
+                                  const std::function<void(char*)>& write) {
   rpc::CreateObjectRequest create;
   create.set_object_id(id.Binary());
-  create.set_size(static_cast<int64_t>(bytes.size()));
+  create.set_size(static_cast<int64_t>(size));
   *create.mutable_owner() = owner;
   auto created = raylet_->CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), create);
   if (!created.ok()) return created.status();
   if (created->error().type() == rpc::OBJECT_STORE_FULL) return absl::ResourceExhaustedError(created->error().message());
   if (created->already_exists()) return absl::OkStatus();  // a retried task wrote it before
   uint64_t offset = static_cast<uint64_t>(created->offset());
-  if (offset + bytes.size() > arena_->size()) return absl::InternalError("raylet returned an offset outside the arena");
-  std::memcpy(arena_->data() + offset, bytes.data(), bytes.size());
+  if (offset + size > arena_->size()) return absl::InternalError("raylet returned an offset outside the arena");
+  write(reinterpret_cast<char*>(arena_->data() + offset));
   rpc::SealObjectRequest seal;
   seal.set_object_id(id.Binary());
   auto sealed = raylet_->CallSync<rpc::SealObjectReply>(ORB_RPC(SealObject), seal);

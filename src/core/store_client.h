@@ -4,6 +4,7 @@
 // Thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ class StoreClient {
   // Copies `bytes` into a new sealed object owned by `owner`. ResourceExhausted when the
   // store cannot hold it (ObjectStoreFull).
   absl::Status Put(const ObjectID& id, const std::string& bytes, const rpc::Address& owner);
+  // Creates a `size`-byte object, lets `write` fill it in place, and seals it.
+  absl::Status PutWith(const ObjectID& id, size_t size, const rpc::Address& owner,
+                       const std::function<void(char*)>& write);
   // A zero-copy view of a sealed object, pinned while the buffer lives. NotFound when it
   // is not sealed here within `timeout_ms`.
   absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Get(const ObjectID& id, int64_t timeout_ms);

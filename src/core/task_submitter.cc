@@ -27,7 +27,19 @@ void TaskSubmitter::Submit(rpc::TaskSpec spec) {
   for (const auto& arg : spec.args()) {
     if (arg.has_ref()) objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }
-  loop_->Post([this, spec = std::move(spec)]() mutable { ResolveDependencies(std::move(spec)); });
+  bool has_refs = false;
+  for (const auto& arg : spec.args()) has_refs = has_refs || arg.has_ref();
+  if (!has_refs) {
+    // Fast path, on the caller's thread: no dependencies to wait for, so a task can go
+    // straight to a leased worker without a hop through the loop.
+    std::lock_guard<std::mutex> lock(mu_);
+    Enqueue(std::move(spec));
+    return;
+  }
+  loop_->Post([this, spec = std::move(spec)]() mutable {
+    std::lock_guard<std::mutex> lock(mu_);
+    ResolveDependencies(std::move(spec));
+  });
 }
 
 void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
@@ -56,7 +68,12 @@ void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
     if (!arg.has_ref()) continue;
     ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
     ++*remaining;
-    bool owned = objects_->OnReady(id, [this, done](ObjectValuePtr) { loop_->Post(done); });
+    bool owned = objects_->OnReady(id, [this, done](ObjectValuePtr) {
+      loop_->Post([this, done] {
+        std::lock_guard<std::mutex> lock(mu_);
+        done();
+      });
+    });
     if (!owned) --*remaining;
   }
   done();
@@ -106,7 +123,10 @@ void TaskSubmitter::RequestLease(const std::string& key) {
           reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
           reply.mutable_error()->set_message("cannot lease a worker from the raylet: " + std::string(status.message()));
         }
-        loop_->Post([this, key, reply = std::move(reply)]() mutable { OnLeaseGranted(key, std::move(reply)); });
+        loop_->Post([this, key, reply = std::move(reply)]() mutable {
+          std::lock_guard<std::mutex> lock(mu_);
+          OnLeaseGranted(key, std::move(reply));
+        });
       },
       call);
 }
@@ -155,34 +175,45 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   lease.client->Call<rpc::PushTasksReply>(
       ORB_RPC(PushTasks), request,
       [this, key, lease_id, batch = std::move(batch)](const absl::Status& status, rpc::PushTasksReply&& reply) mutable {
-        loop_->Post([this, key, lease_id, batch = std::move(batch), status, reply = std::move(reply)]() mutable {
-          OnBatchDone(key, lease_id, std::move(batch), status, std::move(reply));
+        if (status.ok()) {
+          // Results are recorded here, on the gRPC thread: a waiting Get wakes one
+          // thread hop sooner. Only lease bookkeeping goes through the loop.
+          CompleteBatch(batch, reply);
+          batch.clear();
+        }
+        loop_->Post([this, key, lease_id, batch = std::move(batch), status]() mutable {
+          std::lock_guard<std::mutex> lock(mu_);
+          OnBatchDone(key, lease_id, std::move(batch), status);
         });
       },
       call);
 }
 
+void TaskSubmitter::CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply) {
+  std::unordered_map<std::string, rpc::TaskResult*> by_task;
+  for (auto& result : *reply.mutable_results()) by_task[result.task_id()] = &result;
+  for (const auto& spec : batch) {
+    auto it = by_task.find(spec.task_id());
+    if (it == by_task.end()) {
+      Fail(spec, rpc::WORKER_CRASHED, "the worker answered without a result for this task");
+    } else {
+      Complete(spec, std::move(*it->second->mutable_value()));
+    }
+  }
+}
+
 void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
-                                const absl::Status& status, rpc::PushTasksReply reply) {
+                                const absl::Status& status) {
   ShapeQueue& queue = queues_[key];
   auto lease_it = queue.leases.find(lease_id);
   if (status.ok()) {
-    std::unordered_map<std::string, rpc::TaskResult*> by_task;
-    for (auto& result : *reply.mutable_results()) by_task[result.task_id()] = &result;
-    for (const auto& spec : batch) {
-      auto it = by_task.find(spec.task_id());
-      if (it == by_task.end()) {
-        Fail(spec, rpc::WORKER_CRASHED, "the worker answered without a result for this task");
-      } else {
-        Complete(spec, std::move(*it->second->mutable_value()));
-      }
-    }
     if (lease_it != queue.leases.end()) {
       lease_it->second.batches_in_flight--;
       if (queue.pending.empty() && lease_it->second.batches_in_flight == 0) {
         lease_it->second.idle_epoch++;
         uint64_t epoch = lease_it->second.idle_epoch;
         loop_->RunAfter(options_.lease_idle, [this, key, lease_id, epoch] {
+          std::lock_guard<std::mutex> lock(mu_);
           auto& q = queues_[key];
           auto it = q.leases.find(lease_id);
           if (it != q.leases.end() && it->second.idle_epoch == epoch) MaybeReturnIdle(key, lease_id);
@@ -232,6 +263,7 @@ void TaskSubmitter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
 void TaskSubmitter::ReturnAllLeases() {
   std::promise<void> done;
   loop_->Post([this, &done] {
+    std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, queue] : queues_) {
       for (auto& [id, lease] : queue.leases) ReturnLease(id, /*worker_failed=*/false);
       queue.leases.clear();

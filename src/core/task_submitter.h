@@ -9,13 +9,15 @@
 // sized so that queued work spreads over every worker the submitter has or has asked
 // for.
 //
-// Submit() is thread-safe (it posts to the loop); all state lives on the loop.
+// Submit() is thread-safe. State is guarded by mu_: a task without ObjectRef arguments
+// is enqueued and pushed on the caller's thread; everything else runs on the loop.
 #pragma once
 
 #include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -71,10 +73,14 @@ class TaskSubmitter {
   void RequestLease(const std::string& shape_key);
   void OnLeaseGranted(const std::string& shape_key, rpc::RequestWorkerLeaseReply reply);
   void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
+  // Records every result of a finished batch. Thread-safe (touches only the ObjectTable).
+  void CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply);
+  // Lease bookkeeping after a batch; on failure, retries or fails `batch`.
   void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
-                   const absl::Status& status, rpc::PushTasksReply reply);
+                   const absl::Status& status);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
   void ReturnLease(const LeaseID& lease_id, bool worker_failed);
+  // Complete and Fail are thread-safe.
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
   void Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message);
 
@@ -83,7 +89,8 @@ class TaskSubmitter {
   RpcClient<rpc::RayletService>* raylet_;
   WorkerClientPool* workers_;
   TaskSubmitterOptions options_;
-  std::unordered_map<std::string, ShapeQueue> queues_;
+  std::mutex mu_;
+  std::unordered_map<std::string, ShapeQueue> queues_;  // guarded by mu_
 };
 
 }  // namespace orb

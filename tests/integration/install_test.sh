@@ -20,6 +20,9 @@ echo "--- embedded default"
 out=$("$work/consumer/app")
 echo "$out"
 grep -q "consumer ok: 210 on 1 node(s)" <<<"$out"
+if pgrep -u "$(id -u)" -f "$work/(prefix/bin/|consumer/app)" >/dev/null; then
+  echo "Shutdown left processes behind:"; pgrep -a -u "$(id -u)" -f "$work/"; exit 1
+fi
 
 echo "--- cluster from orb start --head"
 start=$("$work/prefix/bin/orb" start --head --port 0 --num-cpus 2)

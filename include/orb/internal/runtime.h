@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,9 @@ bool IsInitialized();
 // SubmitTask and Put return a RefData that already holds one local reference.
 RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options);
 RefData Put(std::string bytes);
+// Stores a value of `size` bytes that `write` serializes straight into its final place
+// (the shared-memory store for large values): one copy instead of three.
+RefData PutWith(size_t size, const std::function<void(char* destination)>& write);
 // Values in order; throws the orb::Error subclass a failed object carries, or
 // GetTimeoutError. timeout_ms < 0 waits forever.
 std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms);

@@ -1,0 +1,173 @@
+// orb_microbenchmark: Ray's microbenchmark metrics for orb, one JSON line per metric.
+//
+//   orb_microbenchmark                       # on an embedded cluster
+//   orb_microbenchmark --orb-address=H:P     # on a running cluster
+//   orb_microbenchmark --quick               # fewer iterations (smoke test)
+//
+// Each line: {"metric": NAME, "value": X, "unit": U, "seconds": T}. Names match Ray's
+// release microbenchmark so figures compare directly.
+#include <orb/api.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+int Noop(int x) { return x; }
+
+// A client in multi_client_tasks_async: submits n tasks of its own and waits for them.
+int SubmitMany(int n) {
+  std::vector<orb::ObjectRef<int>> refs;
+  refs.reserve(n);
+  for (int i = 0; i < n; ++i) refs.push_back(orb::Task(Noop).Remote(i));
+  int sum = 0;
+  for (const auto& v : orb::Get(refs)) sum += *v;
+  return sum;
+}
+ORB_REMOTE(Noop, SubmitMany);
+
+using Clock = std::chrono::steady_clock;
+
+void Report(const std::string& metric, double value, const std::string& unit, double seconds) {
+  std::cout << "{\"metric\": \"" << metric << "\", \"value\": " << value << ", \"unit\": \"" << unit
+            << "\", \"seconds\": " << seconds << "}" << std::endl;
+}
+
+// Runs `body` (which performs `ops` operations) and reports ops per second.
+void Measure(const std::string& metric, const std::string& unit, double ops, const std::function<void()>& body) {
+  auto start = Clock::now();
+  body();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Report(metric, ops / seconds, unit, seconds);
+}
+
+long RssKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  long anon = 0, file = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) anon = std::stol(line.substr(8));
+    if (line.rfind("RssFile:", 0) == 0) file = std::stol(line.substr(8));
+  }
+  return anon + file;  // excludes RssShmem: the object store arena is not process overhead
+}
+
+pid_t PidFromFile(const std::string& path) {
+  std::ifstream in(path);
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) quick = quick || std::strcmp(argv[i], "--quick") == 0;
+  int scale = quick ? 10 : 1;
+  orb::Config config;
+  config.object_store_memory = 1ll << 30;
+  orb::Init(config, argc, argv);
+
+  // Warm up: start the workers once so that process start-up is not measured.
+  orb::Get(std::vector<orb::ObjectRef<int>>{orb::Task(Noop).Remote(0), orb::Task(Noop).Remote(1)});
+
+  int n = 2000 / scale;
+  Measure("single_client_tasks_sync", "tasks/s", n, [&] {
+    for (int i = 0; i < n; ++i) orb::Get(orb::Task(Noop).Remote(i));
+  });
+
+  n = 20000 / scale;
+  Measure("single_client_tasks_async", "tasks/s", n, [&] {
+    std::vector<orb::ObjectRef<int>> refs;
+    refs.reserve(n);
+    for (int i = 0; i < n; ++i) refs.push_back(orb::Task(Noop).Remote(i));
+    orb::Get(refs);
+  });
+
+  int clients = 4, per_client = 5000 / scale;
+  Measure("multi_client_tasks_async", "tasks/s", clients * per_client, [&] {
+    std::vector<orb::ObjectRef<int>> refs;
+    for (int c = 0; c < clients; ++c) refs.push_back(orb::Task(SubmitMany).Remote(per_client));
+    orb::Get(refs);
+  });
+
+  n = 20000 / scale;
+  Measure("single_client_put_calls", "calls/s", n, [&] {
+    for (int i = 0; i < n; ++i) orb::Put(i);
+  });
+
+  auto local = orb::Put(42);
+  n = 200000 / scale;
+  Measure("single_client_get_calls", "calls/s", n, [&] {
+    for (int i = 0; i < n; ++i) orb::Get(local);
+  });
+
+  // 100 MiB values, as in Ray's benchmark (a numpy array there, a byte vector here).
+  const size_t big = 100ull << 20;
+  std::vector<uint8_t> payload(big, 7);
+  int puts = quick ? 2 : 10;
+  Measure("single_client_put_gigabytes", "GB/s", static_cast<double>(big) * puts / 1e9, [&] {
+    for (int i = 0; i < puts; ++i) orb::Put(payload);
+  });
+  {
+    // The reference point: a plain memcpy into memory that is already mapped and touched.
+    std::vector<uint8_t> target(big, 1);
+    auto start = Clock::now();
+    for (int i = 0; i < puts; ++i) std::memcpy(target.data(), payload.data(), big);
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    Report("memcpy_prefaulted_gigabytes", static_cast<double>(big) * puts / 1e9 / seconds, "GB/s", seconds);
+  }
+
+  std::vector<orb::ObjectRef<int>> thousand;
+  for (int i = 0; i < 1000; ++i) thousand.push_back(orb::Task(Noop).Remote(i));
+  orb::Get(thousand);
+  n = 200 / scale;
+  Measure("single_client_wait_1k_refs", "calls/s", n, [&] {
+    for (int i = 0; i < n; ++i) orb::Wait(thousand, 1000, -1);
+  });
+
+  n = 10 / std::min(scale, 5);
+  Measure("single_client_tasks_and_get_batch", "batches/s", n, [&] {
+    for (int b = 0; b < n; ++b) {
+      std::vector<orb::ObjectRef<int>> refs;
+      for (int i = 0; i < 1000; ++i) refs.push_back(orb::Task(Noop).Remote(i));
+      orb::Get(refs);
+    }
+  });
+
+  // Memory: daemons of the local session, before and after 100,000 tasks whose refs are dropped.
+  const char* temp = std::getenv("ORB_TEMP_DIR");
+  std::string session = std::string(temp && *temp ? temp : "/tmp/orb") + "/session_latest";
+  pid_t gcs = PidFromFile(session + "/gcs.pid");
+  pid_t raylet = PidFromFile(session + "/raylet.pid");
+  long driver_before = RssKiB(getpid()), gcs_before = RssKiB(gcs), raylet_before = RssKiB(raylet);
+  int total = quick ? 10000 : 100000;
+  auto start = Clock::now();
+  for (int done = 0; done < total; done += 10000) {
+    std::vector<orb::ObjectRef<int>> refs;
+    for (int i = 0; i < 10000; ++i) refs.push_back(orb::Task(Noop).Remote(i));
+    orb::Get(refs);
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Report("tasks_then_refs_dropped", total / seconds, "tasks/s", seconds);
+  Report("driver_rss_mib_before", driver_before / 1024.0, "MiB", 0);
+  Report("driver_rss_mib_after", RssKiB(getpid()) / 1024.0, "MiB", 0);
+  if (gcs > 0) {
+    Report("gcs_server_rss_mib_before", gcs_before / 1024.0, "MiB", 0);
+    Report("gcs_server_rss_mib_after", RssKiB(gcs) / 1024.0, "MiB", 0);
+  }
+  if (raylet > 0) {
+    Report("raylet_rss_mib_before", raylet_before / 1024.0, "MiB", 0);
+    Report("raylet_rss_mib_after", RssKiB(raylet) / 1024.0, "MiB", 0);
+  }
+  orb::Shutdown();
+  return 0;
+}

@@ -1,0 +1,4 @@
+#pragma once
+#include <string>
+int Square(int x);
+std::string Shout(std::string s);

@@ -1,0 +1,126 @@
+// The GCS's tables through its handler interface, without a network.
+#include <catch2/catch.hpp>
+#include <future>
+
+#include "common/event_loop.h"
+#include "gcs/gcs_handler.h"
+
+using namespace orb;
+using namespace orb::gcs;
+
+namespace {
+
+// Runs one handler call on the loop and waits for its reply.
+template <class Req, class Reply, class Method>
+std::pair<grpc::Status, Reply> Call(EventLoop& loop, GcsHandler& h, Method method, const Req& req) {
+  std::promise<std::pair<grpc::Status, Reply>> done;
+  auto reply = std::make_shared<Reply>();
+  loop.Post([&, reply] {
+    (h.*method)(req, reply.get(), [&done, reply](grpc::Status s) { done.set_value({s, *reply}); });
+  });
+  return done.get_future().get();
+}
+
+rpc::NodeInfo Node(const NodeID& id) {
+  rpc::NodeInfo n;
+  n.set_node_id(id.Binary());
+  n.set_ip("127.0.0.1");
+  (*n.mutable_resources_total())["CPU"] = 2;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the KV store keeps namespaces apart, lists by prefix and deletes by prefix", "[gcs]") {
+  EventLoop loop;
+  loop.Start();
+  auto h = GcsHandler::Create(NewInMemoryTableStore(), &loop, GcsOptions());
+  REQUIRE(h.ok());
+  auto put = [&](const std::string& ns, const std::string& key, const std::string& value, bool overwrite) {
+    rpc::KvPutRequest r;
+    r.set_namespace_(ns);
+    r.set_key(key);
+    r.set_value(value);
+    r.set_overwrite(overwrite);
+    return Call<rpc::KvPutRequest, rpc::KvPutReply>(loop, **h, &GcsHandler::HandleKvPut, r).second.added();
+  };
+  CHECK(put("a", "x/1", "one", false));
+  CHECK(put("a", "x/2", "two", false));
+  CHECK(put("b", "x/1", "other", false));
+  CHECK_FALSE(put("a", "x/1", "ignored", false));
+  rpc::KvGetRequest get;
+  get.set_namespace_("a");
+  get.set_key("x/1");
+  CHECK(Call<rpc::KvGetRequest, rpc::KvGetReply>(loop, **h, &GcsHandler::HandleKvGet, get).second.value() == "one");
+  CHECK_FALSE(put("a", "x/1", "uno", true));
+  CHECK(Call<rpc::KvGetRequest, rpc::KvGetReply>(loop, **h, &GcsHandler::HandleKvGet, get).second.value() == "uno");
+  rpc::KvKeysRequest keys;
+  keys.set_namespace_("a");
+  keys.set_prefix("x/");
+  auto listed = Call<rpc::KvKeysRequest, rpc::KvKeysReply>(loop, **h, &GcsHandler::HandleKvKeys, keys).second;
+  REQUIRE(listed.keys_size() == 2);
+  CHECK(listed.keys(0) == "x/1");
+  rpc::KvDeleteRequest del;
+  del.set_namespace_("a");
+  del.set_key("x/");
+  del.set_by_prefix(true);
+  CHECK(Call<rpc::KvDeleteRequest, rpc::KvDeleteReply>(loop, **h, &GcsHandler::HandleKvDelete, del).second.deleted() == 2);
+  get.set_namespace_("b");
+  CHECK(Call<rpc::KvGetRequest, rpc::KvGetReply>(loop, **h, &GcsHandler::HandleKvGet, get).second.found());
+  loop.Stop();
+}
+
+TEST_CASE("a silent node is declared dead, published, and can never come back", "[gcs]") {
+  EventLoop loop;
+  loop.Start();
+  GcsOptions options;
+  options.node_timeout = std::chrono::milliseconds(0);
+  auto h = GcsHandler::Create(NewInMemoryTableStore(), &loop, options);
+  REQUIRE(h.ok());
+  NodeID id = NodeID::FromRandom();
+  rpc::RegisterNodeRequest reg;
+  *reg.mutable_node() = Node(id);
+  REQUIRE(Call<rpc::RegisterNodeRequest, rpc::RegisterNodeReply>(loop, **h, &GcsHandler::HandleRegisterNode, reg).first.ok());
+
+  // A subscriber parked on the node channel hears about the death.
+  rpc::PollRequest poll;
+  poll.add_channels(rpc::NODE_CHANNEL);
+  poll.set_after_sequence(1);  // the registration was message 1
+  poll.set_wait_ms(10000);
+  std::promise<rpc::PollReply> heard;
+  auto reply = std::make_shared<rpc::PollReply>();
+  loop.Post([&, reply] { (*h)->HandlePoll(poll, reply.get(), [&heard, reply](grpc::Status) { heard.set_value(*reply); }); });
+  loop.Post([&] { (*h)->CheckNodeHealth(); });
+  auto message = heard.get_future().get();
+  REQUIRE(message.messages_size() == 1);
+  CHECK(message.messages(0).node().state() == rpc::NodeInfo::DEAD);
+
+  auto again = Call<rpc::RegisterNodeRequest, rpc::RegisterNodeReply>(loop, **h, &GcsHandler::HandleRegisterNode, reg);
+  CHECK(again.first.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  rpc::ReportHeartbeatRequest beat;
+  beat.set_node_id(id.Binary());
+  CHECK(Call<rpc::ReportHeartbeatRequest, rpc::ReportHeartbeatReply>(loop, **h, &GcsHandler::HandleReportHeartbeat, beat)
+            .second.node_unknown());
+  loop.Stop();
+}
+
+TEST_CASE("job IDs are unique and jobs are marked finished", "[gcs]") {
+  EventLoop loop;
+  loop.Start();
+  auto h = GcsHandler::Create(NewInMemoryTableStore(), &loop, GcsOptions());
+  REQUIRE(h.ok());
+  rpc::AddJobRequest add;
+  auto first = Call<rpc::AddJobRequest, rpc::AddJobReply>(loop, **h, &GcsHandler::HandleAddJob, add).second.job_id();
+  auto second = Call<rpc::AddJobRequest, rpc::AddJobReply>(loop, **h, &GcsHandler::HandleAddJob, add).second.job_id();
+  CHECK(first != second);
+  rpc::MarkJobFinishedRequest fin;
+  fin.set_job_id(first);
+  CHECK(Call<rpc::MarkJobFinishedRequest, rpc::MarkJobFinishedReply>(loop, **h, &GcsHandler::HandleMarkJobFinished, fin).first.ok());
+  rpc::GetJobRequest get;
+  get.set_job_id(first);
+  CHECK(Call<rpc::GetJobRequest, rpc::GetJobReply>(loop, **h, &GcsHandler::HandleGetJob, get).second.job().is_dead());
+  fin.set_job_id("nope");
+  CHECK(Call<rpc::MarkJobFinishedRequest, rpc::MarkJobFinishedReply>(loop, **h, &GcsHandler::HandleMarkJobFinished, fin)
+            .first.error_code() == grpc::StatusCode::NOT_FOUND);
+  loop.Stop();
+}
