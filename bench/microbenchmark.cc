@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -57,6 +58,18 @@ long RssKiB(pid_t pid) {
     if (line.rfind("RssFile:", 0) == 0) file = std::stol(line.substr(8));
   }
   return anon + file;  // excludes RssShmem: the object store arena is not process overhead
+}
+
+// The largest resident set among this machine's orb workers (found by their flag).
+long MaxWorkerRssKiB() {
+  long best = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find("--orb-worker-mode") == std::string::npos) continue;
+    best = std::max(best, RssKiB(std::stoi(entry.path().filename().string())));
+  }
+  return best;
 }
 
 pid_t PidFromFile(const std::string& path) {
@@ -113,6 +126,7 @@ int main(int argc, char** argv) {
   // 100 MiB values, as in Ray's benchmark (a numpy array there, a byte vector here).
   const size_t big = 100ull << 20;
   std::vector<uint8_t> payload(big, 7);
+  auto release_payload = [&payload] { std::vector<uint8_t>().swap(payload); };
   int puts = quick ? 2 : 10;
   Measure("single_client_put_gigabytes", "GB/s", static_cast<double>(big) * puts / 1e9, [&] {
     for (int i = 0; i < puts; ++i) orb::Put(payload);
@@ -125,6 +139,7 @@ int main(int argc, char** argv) {
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     Report("memcpy_prefaulted_gigabytes", static_cast<double>(big) * puts / 1e9 / seconds, "GB/s", seconds);
   }
+  release_payload();
 
   std::vector<orb::ObjectRef<int>> thousand;
   for (int i = 0; i < 1000; ++i) thousand.push_back(orb::Task(Noop).Remote(i));
@@ -149,6 +164,7 @@ int main(int argc, char** argv) {
   pid_t gcs = PidFromFile(session + "/gcs.pid");
   pid_t raylet = PidFromFile(session + "/raylet.pid");
   long driver_before = RssKiB(getpid()), gcs_before = RssKiB(gcs), raylet_before = RssKiB(raylet);
+  long worker_before = MaxWorkerRssKiB();
   int total = quick ? 10000 : 100000;
   auto start = Clock::now();
   for (int done = 0; done < total; done += 10000) {
@@ -160,6 +176,8 @@ int main(int argc, char** argv) {
   Report("tasks_then_refs_dropped", total / seconds, "tasks/s", seconds);
   Report("driver_rss_mib_before", driver_before / 1024.0, "MiB", 0);
   Report("driver_rss_mib_after", RssKiB(getpid()) / 1024.0, "MiB", 0);
+  Report("worker_rss_mib_before", worker_before / 1024.0, "MiB", 0);
+  Report("worker_rss_mib_after", MaxWorkerRssKiB() / 1024.0, "MiB", 0);
   if (gcs > 0) {
     Report("gcs_server_rss_mib_before", gcs_before / 1024.0, "MiB", 0);
     Report("gcs_server_rss_mib_after", RssKiB(gcs) / 1024.0, "MiB", 0);
