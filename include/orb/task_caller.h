@@ -15,6 +15,7 @@
 #include "orb/errors.h"
 #include "orb/internal/function_registry.h"
 #include "orb/object_ref.h"
+#include "orb/scheduling.h"
 
 namespace orb {
 namespace internal {
@@ -80,6 +81,26 @@ class TaskCaller<R (*)(Params...)> {
   }
   TaskCaller& SetName(const std::string& name) {
     options_.name = name;
+    return *this;
+  }
+  // Where the task may run (see <orb/scheduling.h>). Default: hybrid.
+  TaskCaller& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
+    options_.strategy = static_cast<int>(strategy.index());
+    if (auto* affinity = std::get_if<NodeAffinitySchedulingStrategy>(&strategy)) {
+      options_.affinity_node_id = affinity->node_id;
+      options_.affinity_soft = affinity->soft;
+    }
+    return *this;
+  }
+  // Only nodes whose labels match, e.g. "zone in (a,b), gpu != h100, ssd, !spot".
+  // A selector that does not parse is an orb::Error at Remote().
+  TaskCaller& SetLabelSelector(const std::string& selector) {
+    options_.label_selector = selector;
+    return *this;
+  }
+  // Nodes whose labels match are preferred; others are used when they are not available.
+  TaskCaller& SetSoftLabelSelector(const std::string& selector) {
+    options_.soft_label_selector = selector;
     return *this;
   }
 

@@ -37,6 +37,11 @@ class ResourceSet {
   void Subtract(const ResourceSet& other);
   bool IsEmpty() const { return amounts_.empty(); }
   std::string ToString() const;
+  // Calls f(name, amount) for every non-zero amount, in name order, without copying.
+  template <class F>
+  void ForEach(F f) const {
+    for (const auto& [name, fixed] : amounts_) f(name, static_cast<double>(fixed) / kUnit);
+  }
   bool operator==(const ResourceSet& o) const { return amounts_ == o.amounts_; }
 
  private:

@@ -36,7 +36,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 }
 
 absl::StatusOr<StartedServer> StartServer(const std::string& host, int port,
-                                          const std::vector<grpc::Service*>& services) {
+                                          const std::vector<grpc::Service*>& services,
+                                          const std::string& unix_socket) {
   StartedServer started;
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(-1);
@@ -45,6 +46,7 @@ absl::StatusOr<StartedServer> StartServer(const std::string& host, int port,
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(),
                            &started.port);
+  if (!unix_socket.empty()) builder.AddListeningPort("unix:" + unix_socket, grpc::InsecureServerCredentials());
   for (grpc::Service* service : services) builder.RegisterService(service);
   started.server = builder.BuildAndStart();
   if (!started.server || started.port == 0) {

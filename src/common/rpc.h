@@ -156,7 +156,9 @@ struct StartedServer {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
+// `unix_socket`, when not empty, is a path where the same services also listen.
 absl::StatusOr<StartedServer> StartServer(const std::string& host, int port,
-                                          const std::vector<grpc::Service*>& services);
+                                          const std::vector<grpc::Service*>& services,
+                                          const std::string& unix_socket = "");
 
 }  // namespace orb

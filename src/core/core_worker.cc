@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <future>
 #include <thread>
 
+#include "common/label_selector.h"
 #include "common/resources.h"
 #include "common/session.h"
 #include "core/errors_from_proto.h"
@@ -100,6 +102,7 @@ absl::Status CoreWorker::Start() {
   }
   raylet_ = std::make_unique<RpcClient<rpc::RayletService>>(options_.raylet_address, options_.token);
   worker_clients_ = std::make_unique<WorkerClientPool>(options_.token);
+  raylet_clients_ = std::make_unique<RayletClientPool>(options_.token);
   objects_ = std::make_unique<ObjectTable>([this](const ObjectID& id) {
     if (store_) store_->Delete(id);
   });
@@ -116,7 +119,10 @@ absl::Status CoreWorker::Start() {
   hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
   receiver_ = std::make_unique<TaskReceiver>(hooks);
   service_ = std::make_unique<CoreWorkerGrpcService>(this, ServiceContext{nullptr, options_.token});
-  auto server = StartServer(options_.node_ip, 0, {service_.get()});
+  std::error_code ec;
+  std::filesystem::create_directories(TempRoot() + "/sockets", ec);
+  unix_socket_ = ec ? "" : TempRoot() + "/sockets/" + options_.worker_id.Hex().substr(0, 20);
+  auto server = StartServer(options_.node_ip, 0, {service_.get()}, unix_socket_);
   if (!server.ok()) return server.status();
   server_ = std::move(server->server);
   self_address_.set_ip(options_.node_ip);
@@ -129,6 +135,7 @@ absl::Status CoreWorker::Start() {
   reg.set_pid(getpid());
   reg.set_port(server->port);
   reg.set_is_driver(options_.is_driver);
+  reg.set_unix_socket(unix_socket_);
   auto registered = raylet_->CallSync<rpc::RegisterWorkerReply>(ORB_RPC(RegisterWorker), reg, retrying);
   if (!registered.ok()) {
     return absl::UnavailableError("cannot register with the raylet at " + options_.raylet_address + ": " +
@@ -144,7 +151,8 @@ absl::Status CoreWorker::Start() {
   submit.job_id = options_.job_id;
   submit.worker_id = options_.worker_id;
   submit.self_address = self_address_;
-  submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), worker_clients_.get(), submit);
+  submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
+                                               worker_clients_.get(), submit);
   loop_.Start();
   return absl::OkStatus();
 }
@@ -166,6 +174,7 @@ void CoreWorker::Disconnect() {
   }
   if (receiver_) receiver_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  if (!unix_socket_.empty()) ::unlink(unix_socket_.c_str());
   loop_.Stop();
 }
 
@@ -221,6 +230,16 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
                                          const internal::TaskOptionsData& options) {
   if (auto s = ResourceSet::Validate(options.resources); !s.ok()) throw Error(std::string(s.message()));
   if (options.max_retries < 0) throw Error("max_retries must be >= 0");
+  for (const std::string* selector : {&options.label_selector, &options.soft_label_selector}) {
+    if (auto parsed = LabelSelector::Parse(*selector); !parsed.ok()) throw Error(std::string(parsed.status().message()));
+  }
+  NodeID affinity;
+  if (options.strategy == 2) {
+    affinity = NodeID::FromHex(options.affinity_node_id);
+    if (affinity.IsNil()) {
+      throw Error("node affinity: '" + options.affinity_node_id + "' is not a node ID (32 hex digits)");
+    }
+  }
   rpc::TaskSpec spec;
   TaskID task = TaskID::FromRandom();
   ObjectID return_id = ObjectID::ForTaskReturn(task, 1);
@@ -231,6 +250,12 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
   spec.set_max_retries(options.max_retries);
   spec.set_name(options.name);
   *spec.mutable_caller() = self_address_;
+  auto* scheduling = spec.mutable_scheduling();
+  scheduling->set_strategy(static_cast<rpc::SchedulingOptions::Strategy>(options.strategy));
+  if (!affinity.IsNil()) scheduling->set_affinity_node_id(affinity.Binary());
+  scheduling->set_affinity_soft(options.affinity_soft);
+  scheduling->set_label_selector(options.label_selector);
+  scheduling->set_soft_label_selector(options.soft_label_selector);
   if (options.resources_set) {
     for (const auto& [k, v] : options.resources) {
       if (v > 0) (*spec.mutable_resources())[k] = v;

@@ -98,12 +98,14 @@ class CoreWorker {
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   std::unique_ptr<RpcClient<rpc::RayletService>> raylet_;
   std::unique_ptr<WorkerClientPool> worker_clients_;
+  std::unique_ptr<RayletClientPool> raylet_clients_;
   std::unique_ptr<ObjectTable> objects_;
   std::unique_ptr<StoreClient> store_;
   std::unique_ptr<TaskSubmitter> submitter_;
   std::unique_ptr<TaskReceiver> receiver_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::string unix_socket_;  // where this process also serves, for callers on its node
   std::atomic<uint32_t> put_index_{0};
   TaskID driver_task_id_;  // the pseudo-task that a driver's Puts and submissions belong to
   std::atomic<bool> disconnected_{false};

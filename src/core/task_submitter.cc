@@ -8,9 +8,13 @@
 namespace orb {
 namespace {
 
-std::string ShapeKey(const std::map<std::string, double>& resources) {
+// Tasks share leases when they need the same resources and the same placement.
+std::string ShapeKey(const std::map<std::string, double>& resources, const rpc::SchedulingOptions& scheduling) {
   std::ostringstream os;
   for (const auto& [k, v] : resources) os << k << '=' << v << ';';
+  // Hex keeps the key valid UTF-8: it travels in a proto string field.
+  std::string bytes = scheduling.SerializeAsString();
+  os << '|' << id_internal::ToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   return os.str();
 }
 
@@ -19,8 +23,8 @@ std::string AddressString(const rpc::Address& a) { return a.ip() + ":" + std::to
 }  // namespace
 
 TaskSubmitter::TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
-                             WorkerClientPool* workers, TaskSubmitterOptions options)
-    : loop_(loop), objects_(objects), raylet_(raylet), workers_(workers), options_(std::move(options)) {}
+                             RayletClientPool* raylets, WorkerClientPool* workers, TaskSubmitterOptions options)
+    : loop_(loop), objects_(objects), raylet_(raylet), raylets_(raylets), workers_(workers), options_(std::move(options)) {}
 
 void TaskSubmitter::Submit(rpc::TaskSpec spec) {
   // Arguments stay alive until the task is done with them.
@@ -81,9 +85,10 @@ void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
 
 void TaskSubmitter::Enqueue(rpc::TaskSpec spec) {
   std::map<std::string, double> resources(spec.resources().begin(), spec.resources().end());
-  std::string key = ShapeKey(resources);
+  std::string key = ShapeKey(resources, spec.scheduling());
   ShapeQueue& queue = queues_[key];
   queue.resources = resources;
+  queue.scheduling = spec.scheduling();
   queue.pending.push_back(std::move(spec));
   Pump(key);
 }
@@ -101,40 +106,67 @@ void TaskSubmitter::Pump(const std::string& key) {
   }
   // More leases while tasks wait, up to one per waiting task.
   int waiting = static_cast<int>(queue.pending.size());
-  while (queue.lease_requests < std::min(waiting, options_.max_pending_lease_requests)) RequestLease(key);
+  while (queue.lease_requests < std::min(waiting, options_.max_pending_lease_requests)) {
+    RequestLease(key, raylet_, /*spilled=*/false);
+  }
 }
 
-void TaskSubmitter::RequestLease(const std::string& key) {
+void TaskSubmitter::RequestLease(const std::string& key, RpcClient<rpc::RayletService>* raylet, bool spilled) {
   ShapeQueue& queue = queues_[key];
   queue.lease_requests++;
-  spdlog::debug("requesting a lease for shape {}", key);
+  spdlog::debug("requesting a lease for shape {} from {}", key, raylet->address());
   rpc::RequestWorkerLeaseRequest request;
   request.set_job_id(options_.job_id.Binary());
   request.set_scheduling_class(key);
   request.set_requester_worker_id(options_.worker_id.Binary());
+  request.set_grant_or_reject(spilled);
+  *request.mutable_scheduling() = queue.scheduling;
   for (const auto& [k, v] : queue.resources) (*request.mutable_resources())[k] = v;
   CallOptions call;
   call.timeout = std::chrono::hours(24);  // a lease may wait long for resources
-  raylet_->Call<rpc::RequestWorkerLeaseReply>(
+  raylet->Call<rpc::RequestWorkerLeaseReply>(
       ORB_RPC(RequestWorkerLease), request,
-      [this, key](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
-        if (!status.ok()) {
-          reply.set_rejected(true);
-          reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
-          reply.mutable_error()->set_message("cannot lease a worker from the raylet: " + std::string(status.message()));
-        }
-        loop_->Post([this, key, reply = std::move(reply)]() mutable {
+      [this, key, raylet](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
+        loop_->Post([this, key, raylet, status, reply = std::move(reply)]() mutable {
           std::lock_guard<std::mutex> lock(mu_);
-          OnLeaseGranted(key, std::move(reply));
+          OnLeaseReply(key, raylet, status, std::move(reply));
         });
       },
       call);
 }
 
-void TaskSubmitter::OnLeaseGranted(const std::string& key, rpc::RequestWorkerLeaseReply reply) {
+void TaskSubmitter::OnLeaseReply(const std::string& key, RpcClient<rpc::RayletService>* raylet,
+                                 const absl::Status& status, rpc::RequestWorkerLeaseReply reply) {
   ShapeQueue& queue = queues_[key];
   queue.lease_requests--;
+  bool remote = raylet != raylet_;
+  if (!status.ok() && remote) {
+    // The node it was spilled to is unreachable (perhaps dead): schedule again from
+    // here after a pause, by when the cluster view may have caught up.
+    spdlog::warn("raylet {} did not answer a spilled lease request: {}", raylet->address(), status.ToString());
+    queue.lease_requests++;
+    loop_->RunAfter(std::chrono::milliseconds(500), [this, key] {
+      std::lock_guard<std::mutex> lock(mu_);
+      queues_[key].lease_requests--;
+      Pump(key);
+    });
+    return;
+  }
+  if (!status.ok()) {
+    reply.set_rejected(true);
+    reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
+    reply.mutable_error()->set_message("cannot lease a worker from the raylet: " + std::string(status.message()));
+  }
+  if (reply.has_retry_at_raylet()) {
+    const auto& target = reply.retry_at_raylet();
+    RequestLease(key, raylets_->Get(target.ip() + ":" + std::to_string(target.port())), /*spilled=*/true);
+    return;
+  }
   if (reply.rejected()) {
+    if (reply.error().type() == rpc::ERROR_NONE) {
+      Pump(key);  // a spilled request the target could not take: schedule again
+      return;
+    }
     // The request can never be served (or the raylet is gone): fail what waits for it.
     if (queue.lease_requests == 0 && queue.leases.empty()) {
       auto pending = std::move(queue.pending);
@@ -147,8 +179,13 @@ void TaskSubmitter::OnLeaseGranted(const std::string& key, rpc::RequestWorkerLea
   spdlog::debug("got lease {} ({} pending)", id.Hex().substr(0, 8), queue.pending.size());
   Lease& lease = queue.leases[id];
   lease.id = id;
+  lease.raylet = raylet;
   lease.address = reply.worker_address();
-  lease.client = workers_->Get(AddressString(lease.address));
+  // A worker on this node is reached over its Unix socket: cheaper than loopback TCP.
+  bool same_node = lease.address.node_id() == options_.self_address.node_id();
+  lease.client = workers_->Get(same_node && !lease.address.unix_socket().empty()
+                                   ? "unix:" + lease.address.unix_socket()
+                                   : AddressString(lease.address));
   if (queue.pending.empty()) {
     MaybeReturnIdle(key, id);
     return;
@@ -228,8 +265,9 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
                lease_it != queue.leases.end() ? AddressString(lease_it->second.address) : "?", batch.size(),
                status.ToString());
   if (lease_it != queue.leases.end()) {
+    RpcClient<rpc::RayletService>* raylet = lease_it->second.raylet;
     queue.leases.erase(lease_it);
-    ReturnLease(lease_id, /*worker_failed=*/true);
+    ReturnLease(raylet, lease_id, /*worker_failed=*/true);
   }
   for (auto& spec : batch) {
     if (spec.attempt() < spec.max_retries()) {
@@ -248,15 +286,16 @@ void TaskSubmitter::MaybeReturnIdle(const std::string& key, const LeaseID& lease
   ShapeQueue& queue = queues_[key];
   auto it = queue.leases.find(lease_id);
   if (it == queue.leases.end() || it->second.batches_in_flight > 0 || !queue.pending.empty()) return;
+  RpcClient<rpc::RayletService>* raylet = it->second.raylet;
   queue.leases.erase(it);
-  ReturnLease(lease_id, /*worker_failed=*/false);
+  ReturnLease(raylet, lease_id, /*worker_failed=*/false);
 }
 
-void TaskSubmitter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
+void TaskSubmitter::ReturnLease(RpcClient<rpc::RayletService>* raylet, const LeaseID& lease_id, bool worker_failed) {
   rpc::ReturnWorkerRequest request;
   request.set_lease_id(lease_id.Binary());
   request.set_worker_failed(worker_failed);
-  raylet_->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), request,
+  raylet->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), request,
                                         [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
 }
 
@@ -265,7 +304,7 @@ void TaskSubmitter::ReturnAllLeases() {
   loop_->Post([this, &done] {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, queue] : queues_) {
-      for (auto& [id, lease] : queue.leases) ReturnLease(id, /*worker_failed=*/false);
+      for (auto& [id, lease] : queue.leases) ReturnLease(lease.raylet, id, /*worker_failed=*/false);
       queue.leases.clear();
     }
     done.set_value();

@@ -44,8 +44,9 @@ struct TaskSubmitterOptions {
 
 class TaskSubmitter {
  public:
+  // `raylet` is the local raylet; `raylets` reaches others that leases spill back to.
   TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
-                WorkerClientPool* workers, TaskSubmitterOptions options);
+                RayletClientPool* raylets, WorkerClientPool* workers, TaskSubmitterOptions options);
 
   // Takes one task. Its return object must already be pending in the ObjectTable.
   void Submit(rpc::TaskSpec spec);
@@ -55,6 +56,7 @@ class TaskSubmitter {
  private:
   struct Lease {
     LeaseID id;
+    RpcClient<rpc::RayletService>* raylet = nullptr;  // the raylet that granted it
     rpc::Address address;
     RpcClient<rpc::CoreWorkerService>* client = nullptr;
     int batches_in_flight = 0;
@@ -62,6 +64,7 @@ class TaskSubmitter {
   };
   struct ShapeQueue {
     std::map<std::string, double> resources;
+    rpc::SchedulingOptions scheduling;
     std::deque<rpc::TaskSpec> pending;
     std::unordered_map<LeaseID, Lease> leases;
     int lease_requests = 0;
@@ -70,8 +73,10 @@ class TaskSubmitter {
   void ResolveDependencies(rpc::TaskSpec spec);
   void Enqueue(rpc::TaskSpec spec);
   void Pump(const std::string& shape_key);
-  void RequestLease(const std::string& shape_key);
-  void OnLeaseGranted(const std::string& shape_key, rpc::RequestWorkerLeaseReply reply);
+  // Asks `raylet` (the local one unless a request was spilled back) for a lease.
+  void RequestLease(const std::string& shape_key, RpcClient<rpc::RayletService>* raylet, bool spilled);
+  void OnLeaseReply(const std::string& shape_key, RpcClient<rpc::RayletService>* raylet, const absl::Status& status,
+                    rpc::RequestWorkerLeaseReply reply);
   void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
   // Records every result of a finished batch. Thread-safe (touches only the ObjectTable).
   void CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply);
@@ -79,7 +84,7 @@ class TaskSubmitter {
   void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
                    const absl::Status& status);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
-  void ReturnLease(const LeaseID& lease_id, bool worker_failed);
+  void ReturnLease(RpcClient<rpc::RayletService>* raylet, const LeaseID& lease_id, bool worker_failed);
   // Complete and Fail are thread-safe.
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
   void Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message);
@@ -87,6 +92,7 @@ class TaskSubmitter {
   EventLoop* loop_;
   ObjectTable* objects_;
   RpcClient<rpc::RayletService>* raylet_;
+  RayletClientPool* raylets_;
   WorkerClientPool* workers_;
   TaskSubmitterOptions options_;
   std::mutex mu_;

@@ -1,4 +1,4 @@
-// RPC clients to other drivers and workers, one per address, created on first use.
+// RPC clients to other processes, one per address, created on first use.
 // Thread-safe.
 #pragma once
 
@@ -9,24 +9,31 @@
 
 #include "common/rpc.h"
 #include "core_worker_service.grpc.pb.h"
+#include "raylet_service.grpc.pb.h"
 
 namespace orb {
 
-class WorkerClientPool {
+template <class Service>
+class ClientPool {
  public:
-  explicit WorkerClientPool(std::string token) : token_(std::move(token)) {}
+  explicit ClientPool(std::string token) : token_(std::move(token)) {}
 
-  RpcClient<rpc::CoreWorkerService>* Get(const std::string& address) {
+  RpcClient<Service>* Get(const std::string& address) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& client = clients_[address];
-    if (!client) client = std::make_unique<RpcClient<rpc::CoreWorkerService>>(address, token_);
+    if (!client) client = std::make_unique<RpcClient<Service>>(address, token_);
     return client.get();
   }
 
  private:
   std::string token_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<RpcClient<rpc::CoreWorkerService>>> clients_;
+  std::map<std::string, std::unique_ptr<RpcClient<Service>>> clients_;
 };
+
+// Clients of other drivers and workers (pushing tasks, asking owners for objects).
+using WorkerClientPool = ClientPool<rpc::CoreWorkerService>;
+// Clients of other nodes' raylets (leases spilled back to them).
+using RayletClientPool = ClientPool<rpc::RayletService>;
 
 }  // namespace orb

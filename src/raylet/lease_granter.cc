@@ -9,24 +9,140 @@ namespace orb {
 LeaseGranter::LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
                            LeaseGranterOptions options)
     : total_(total), available_(total), pool_(pool), fetch_job_(std::move(fetch_job)), loop_(loop),
-      options_(std::move(options)) {}
+      options_(std::move(options)), scheduler_(options_.hybrid, options_.node_id.Hash()) {}
+
+namespace {
+
+rpc::RequestWorkerLeaseReply Rejection(rpc::ErrorType type, const std::string& message) {
+  rpc::RequestWorkerLeaseReply reply;
+  reply.set_rejected(true);
+  reply.mutable_error()->set_type(type);
+  reply.mutable_error()->set_message(message);
+  return reply;
+}
+
+absl::StatusOr<SchedulingRequest> ToSchedulingRequest(const rpc::RequestWorkerLeaseRequest& request) {
+  std::map<std::string, double> amounts(request.resources().begin(), request.resources().end());
+  if (auto s = ResourceSet::Validate(amounts); !s.ok()) return s;
+  SchedulingRequest out;
+  out.resources = ResourceSet::FromMap(amounts);
+  const auto& options = request.scheduling();
+  switch (options.strategy()) {
+    case rpc::SchedulingOptions::SPREAD:
+      out.strategy = SchedulingStrategy::kSpread;
+      break;
+    case rpc::SchedulingOptions::NODE_AFFINITY:
+      out.strategy = SchedulingStrategy::kNodeAffinity;
+      out.affinity_node = NodeID::FromBinary(options.affinity_node_id());
+      out.affinity_soft = options.affinity_soft();
+      if (out.affinity_node.IsNil()) return absl::InvalidArgumentError("node affinity without a valid node ID");
+      break;
+    default:
+      break;
+  }
+  auto hard = LabelSelector::Parse(options.label_selector());
+  if (!hard.ok()) return hard.status();
+  auto soft = LabelSelector::Parse(options.soft_label_selector());
+  if (!soft.ok()) return soft.status();
+  out.hard_labels = *hard;
+  out.soft_labels = *soft;
+  return out;
+}
+
+}  // namespace
+
+void LeaseGranter::UpdateClusterView(std::vector<NodeView> remote_nodes) {
+  std::vector<NodeView> nodes;
+  nodes.reserve(remote_nodes.size() + 1);
+  for (auto& n : remote_nodes) {
+    if (n.id != options_.node_id) nodes.push_back(std::move(n));
+  }
+  view_ = ClusterView(options_.node_id, std::move(nodes));
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->spilled_here || available_.Contains(it->resources)) {
+      ++it;
+      continue;
+    }
+    SchedulingDecision decision = scheduler_.Schedule(it->scheduling, CurrentView());
+    if (decision.kind != SchedulingDecision::Kind::kNode || decision.node->id == options_.node_id) {
+      ++it;
+      continue;
+    }
+    auto reply = SpillTo(*decision.node);
+    view_.Reserve(decision.node->id, it->resources);
+    auto callback = std::move(it->callback);
+    it = queue_.erase(it);
+    callback(std::move(reply));
+  }
+}
+
+const ClusterView& LeaseGranter::CurrentView() {
+  NodeView local;
+  local.id = options_.node_id;
+  local.address = options_.node_ip + ":" + std::to_string(options_.node_port);
+  local.total = total_;
+  // Requests already queued here will take their share: count them as used, or a burst
+  // of requests would all see an idle node and all stay here.
+  local.available = available_;
+  for (const auto& p : queue_) local.available.Subtract(p.resources);
+  local.labels = options_.labels;
+  view_.Upsert(std::move(local));
+  return view_;
+}
+
+bool LeaseGranter::LocallyFeasible(const SchedulingRequest& request) const {
+  if (!total_.Contains(request.resources)) return false;
+  if (!request.hard_labels.empty() && !request.hard_labels.Matches(options_.labels)) return false;
+  if (request.strategy == SchedulingStrategy::kNodeAffinity && !request.affinity_soft &&
+      request.affinity_node != options_.node_id) {
+    return false;
+  }
+  return true;
+}
+
+rpc::RequestWorkerLeaseReply LeaseGranter::SpillTo(const NodeView& node) {
+  rpc::RequestWorkerLeaseReply reply;
+  auto colon = node.address.rfind(':');
+  auto* target = reply.mutable_retry_at_raylet();
+  target->set_ip(node.address.substr(0, colon));
+  target->set_port(std::atoi(node.address.c_str() + colon + 1));
+  target->set_node_id(node.id.Binary());
+  return reply;
+}
 
 void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback) {
-  std::map<std::string, double> amounts(request.resources().begin(), request.resources().end());
-  if (auto s = ResourceSet::Validate(amounts); !s.ok()) {
-    rpc::RequestWorkerLeaseReply reply;
-    reply.set_rejected(true);
-    reply.mutable_error()->set_type(rpc::INFEASIBLE);
-    reply.mutable_error()->set_message(std::string(s.message()));
-    return callback(std::move(reply));
-  }
+  auto scheduling = ToSchedulingRequest(request);
+  if (!scheduling.ok()) return callback(Rejection(rpc::INFEASIBLE, std::string(scheduling.status().message())));
   spdlog::debug("lease request for job {} shape {}", JobID::FromBinary(request.job_id()).Hex(),
-                ResourceSet::FromMap(amounts).ToString());
-  PendingLease pending{next_seq_++, JobID::FromBinary(request.job_id()), ResourceSet::FromMap(amounts),
-                       std::move(callback), WorkerID::FromBinary(request.requester_worker_id())};
-  if (!total_.Contains(pending.resources)) {
-    uint64_t seq = pending.seq;
-    loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
+                scheduling->resources.ToString());
+  PendingLease pending{next_seq_++, JobID::FromBinary(request.job_id()), scheduling->resources,
+                       std::move(callback), WorkerID::FromBinary(request.requester_worker_id()), *scheduling};
+  pending.spilled_here = request.grant_or_reject();
+  if (request.grant_or_reject()) {
+    // Sent here by another raylet: serve it here, or send it back to be scheduled again.
+    if (!LocallyFeasible(pending.scheduling)) return pending.callback(Rejection(rpc::ERROR_NONE, "node changed"));
+  } else {
+    SchedulingDecision decision = scheduler_.Schedule(pending.scheduling, CurrentView());
+    bool local = decision.node && decision.node->id == options_.node_id;
+    spdlog::debug("scheduled {}: decision {} on {}", pending.resources.ToString(), static_cast<int>(decision.kind),
+                  decision.node ? decision.node->id.Hex().substr(0, 8) : "-");
+    switch (decision.kind) {
+      case SchedulingDecision::Kind::kNode:
+      case SchedulingDecision::Kind::kWait:
+        if (!local && decision.node) {
+          auto reply = SpillTo(*decision.node);
+          view_.Reserve(decision.node->id, pending.resources);
+          return pending.callback(std::move(reply));
+        }
+        break;
+      case SchedulingDecision::Kind::kInfeasible:
+        if (pending.scheduling.strategy == SchedulingStrategy::kNodeAffinity && !pending.scheduling.affinity_soft) {
+          return pending.callback(Rejection(rpc::INFEASIBLE, decision.reason));
+        }
+        uint64_t seq = pending.seq;
+        loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
+        break;
+    }
   }
   EnsureJobInfo(pending.job);
   queue_.push_back(std::move(pending));
@@ -36,12 +152,15 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
 void LeaseGranter::RejectInfeasible(uint64_t seq) {
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     if (it->seq != seq) continue;
-    if (total_.Contains(it->resources)) return;  // the node grew meanwhile
+    if (LocallyFeasible(it->scheduling)) return;  // the node grew meanwhile
+    SchedulingDecision decision = scheduler_.Schedule(it->scheduling, CurrentView());
     rpc::RequestWorkerLeaseReply reply;
-    reply.set_rejected(true);
-    reply.mutable_error()->set_type(rpc::INFEASIBLE);
-    reply.mutable_error()->set_message("no node can satisfy " + it->resources.ToString() + " (node total " +
-                                       total_.ToString() + ")");
+    if (decision.kind == SchedulingDecision::Kind::kInfeasible || !decision.node) {
+      reply = Rejection(rpc::INFEASIBLE, decision.reason.empty() ? "no node can satisfy " + it->resources.ToString()
+                                                                 : decision.reason);
+    } else {
+      reply = SpillTo(*decision.node);  // a node that fits joined during the grace period
+    }
     auto callback = std::move(it->callback);
     queue_.erase(it);
     callback(std::move(reply));
@@ -82,6 +201,7 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   auto* address = reply.mutable_worker_address();
   address->set_ip(options_.node_ip);
   address->set_port(worker->port);
+  address->set_unix_socket(worker->unix_socket);
   address->set_worker_id(worker->id.Binary());
   address->set_node_id(options_.node_id.Binary());
   pending.callback(std::move(reply));
@@ -91,7 +211,7 @@ void LeaseGranter::Dispatch() {
   std::unordered_map<JobID, int> waiting_for_worker;
   for (auto it = queue_.begin(); it != queue_.end();) {
     PendingLease& pending = *it;
-    if (!available_.Contains(pending.resources)) {
+    if (!available_.Contains(pending.resources) || !LocallyFeasible(pending.scheduling)) {
       ++it;
       continue;
     }

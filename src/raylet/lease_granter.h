@@ -1,10 +1,14 @@
-// Grants worker leases on this node with resource accounting.
+// Grants worker leases on this node with resource accounting, and sends requests that
+// belong elsewhere to the node that should serve them (spillback).
 //
-// A lease request names a job and a resource shape. It is granted when the node has the
-// resources available and an idle worker of the job exists; otherwise it waits while a
-// worker starts or resources free up. A request that exceeds the node's total can never
-// run here: after `infeasible_grace` (time for the cluster to grow) it is answered
-// INFEASIBLE. A worker blocked in Get gives its lease's CPU back until it unblocks, so
+// A lease request names a job, a resource shape and scheduling options. The Scheduler
+// (filter → rank) picks a node from the cluster view; if it is another node, the reply
+// tells the requester to ask that node's raylet, which then grants or queues it there
+// (grant_or_reject: never sent on again). A request for this node is granted when the
+// resources are available and an idle worker of the job exists; otherwise it waits while
+// a worker starts or resources free up. A request no node can ever hold is answered
+// INFEASIBLE after `infeasible_grace` (time for the cluster to grow), at once when it
+// names a node that does not exist. A worker blocked in Get gives its lease's CPU back until it unblocks, so
 // tasks that wait on nested tasks cannot starve them of CPU.
 //
 // Runs on the raylet's event loop; not thread-safe.
@@ -20,6 +24,7 @@
 #include "common/id.h"
 #include "common/resources.h"
 #include "gcs_service.pb.h"
+#include "raylet/scheduling/scheduler.h"
 #include "raylet/worker_pool.h"
 #include "raylet_service.pb.h"
 
@@ -28,7 +33,10 @@ namespace orb {
 struct LeaseGranterOptions {
   std::chrono::milliseconds infeasible_grace{3000};
   std::string node_ip = "127.0.0.1";
+  int node_port = 0;
   NodeID node_id;
+  std::map<std::string, std::string> labels;
+  HybridPolicyOptions hybrid;
 };
 
 class LeaseGranter {
@@ -47,6 +55,9 @@ class LeaseGranter {
   void OnWorkerDeath(const WorkerProcess& worker);
   // Grants whatever can be granted now. Call after anything that frees resources or workers.
   void Dispatch();
+  // Replaces what this node knows of the other nodes (the local entry is always live),
+  // then sends requests still waiting here to another node that can now take them.
+  void UpdateClusterView(std::vector<NodeView> remote_nodes);
 
   const ResourceSet& total() const { return total_; }
   const ResourceSet& available() const { return available_; }
@@ -60,6 +71,8 @@ class LeaseGranter {
     ResourceSet resources;
     LeaseCallback callback;
     WorkerID requester;
+    SchedulingRequest scheduling;
+    bool spilled_here = false;  // sent by another raylet: stays here
   };
   struct Lease {
     WorkerID worker;
@@ -70,6 +83,10 @@ class LeaseGranter {
   void EnsureJobInfo(const JobID& job);
   void Grant(PendingLease& pending, WorkerProcess* worker);
   void RejectInfeasible(uint64_t seq);
+  // Whether this node could ever run `request` (resources in total, labels, affinity).
+  bool LocallyFeasible(const SchedulingRequest& request) const;
+  const ClusterView& CurrentView();
+  static rpc::RequestWorkerLeaseReply SpillTo(const NodeView& node);
   // What a lease holds now: its resources, less the CPU it lent back while blocked.
   static ResourceSet HeldBy(const Lease& lease);
 
@@ -79,6 +96,8 @@ class LeaseGranter {
   JobFetcher fetch_job_;
   EventLoop* loop_;
   LeaseGranterOptions options_;
+  Scheduler scheduler_;
+  ClusterView view_;
   uint64_t next_seq_ = 1;
   std::deque<PendingLease> queue_;
   std::unordered_map<LeaseID, Lease> leases_;

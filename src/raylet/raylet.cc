@@ -81,6 +81,8 @@ absl::Status Raylet::Start() {
   granter.infeasible_grace = options_.infeasible_grace;
   granter.node_ip = options_.node_ip;
   granter.node_id = node_id_;
+  granter.node_port = port_;
+  granter.labels = options_.labels;
   auto fetch_job = [this](const JobID& job, std::function<void(absl::StatusOr<rpc::JobInfo>)> done) {
     rpc::GetJobRequest request;
     request.set_job_id(job.Binary());
@@ -162,6 +164,7 @@ absl::Status Raylet::RegisterWithGcs() {
 }
 
 void Raylet::SendHeartbeat() {
+  RefreshClusterView();
   rpc::ReportHeartbeatRequest request;
   request.set_node_id(node_id_.Binary());
   for (const auto& [k, v] : lease_granter_->available().ToMap()) (*request.mutable_resources_available())[k] = v;
@@ -189,6 +192,25 @@ void Raylet::SendHeartbeat() {
       options);
 }
 
+void Raylet::RefreshClusterView() {
+  gcs_->Call<rpc::GetAllNodesReply>(
+      ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest(), [this](const absl::Status& status, rpc::GetAllNodesReply&& reply) {
+        if (!status.ok()) return;
+        std::vector<NodeView> nodes;
+        for (const auto& n : reply.nodes()) {
+          NodeView v;
+          v.id = NodeID::FromBinary(n.node_id());
+          v.address = n.ip() + ":" + std::to_string(n.raylet_port());
+          v.total = ResourceSet::FromAnyMap(n.resources_total());
+          v.available = ResourceSet::FromAnyMap(n.resources_available());
+          v.labels.insert(n.labels().begin(), n.labels().end());
+          v.alive = n.state() == rpc::NodeInfo::ALIVE;
+          nodes.push_back(std::move(v));
+        }
+        loop_.Post([this, nodes = std::move(nodes)]() mutable { lease_granter_->UpdateClusterView(std::move(nodes)); });
+      });
+}
+
 void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
   object_store_.ForgetWorker(worker.id);
   lease_granter_->OnWorkerDeath(worker);
@@ -198,7 +220,8 @@ void Raylet::HandleRegisterWorker(const rpc::RegisterWorkerRequest& req, rpc::Re
                                   SendReply send) {
   WorkerID id = WorkerID::FromBinary(req.worker_id());
   if (id.IsNil()) return send(Invalid("worker_id must be 16 bytes"));
-  auto s = worker_pool_->Register(id, JobID::FromBinary(req.job_id()), req.pid(), req.port(), req.is_driver());
+  auto s = worker_pool_->Register(id, JobID::FromBinary(req.job_id()), req.pid(), req.port(), req.unix_socket(),
+                                   req.is_driver());
   if (!s.ok()) return send(ToGrpc(s));
   reply->set_node_id(node_id_.Binary());
   reply->set_object_store_path(arena_->path());

@@ -38,7 +38,8 @@ struct RayletOptions {
   std::string default_worker_path;
   std::chrono::milliseconds idle_worker_timeout{60000};
   std::chrono::milliseconds infeasible_grace{3000};
-  std::chrono::milliseconds heartbeat_period{1000};
+  // How often the node reports to the GCS and refreshes its view of the other nodes.
+  std::chrono::milliseconds heartbeat_period{250};
 };
 
 class Raylet {
@@ -71,6 +72,8 @@ class Raylet {
   rpc::NodeInfo DescribeNode() const;
   absl::Status RegisterWithGcs();
   void SendHeartbeat();
+  // Fetches every node's state from the GCS for the scheduler's cluster view.
+  void RefreshClusterView();
   void OnWorkerDeath(const WorkerProcess& worker);
 
   RayletOptions options_;

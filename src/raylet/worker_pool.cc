@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/process.h"
 
@@ -47,7 +48,8 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
   return absl::OkStatus();
 }
 
-absl::Status WorkerPool::Register(const WorkerID& id, const JobID& job, pid_t pid, int port, bool is_driver) {
+absl::Status WorkerPool::Register(const WorkerID& id, const JobID& job, pid_t pid, int port,
+                                  const std::string& unix_socket, bool is_driver) {
   auto it = workers_.find(id);
   if (it == workers_.end()) {
     if (!is_driver) return absl::NotFoundError("worker " + id.Hex() + " was not started by this raylet");
@@ -61,6 +63,7 @@ absl::Status WorkerPool::Register(const WorkerID& id, const JobID& job, pid_t pi
     return absl::OkStatus();
   }
   it->second.port = port;
+  it->second.unix_socket = unix_socket;
   it->second.state = WorkerProcess::State::kIdle;
   it->second.idle_since = std::chrono::steady_clock::now();
   return absl::OkStatus();
@@ -104,6 +107,7 @@ void WorkerPool::Kill(const WorkerID& id) {
 void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it) {
   WorkerProcess dead = it->second;
   workers_.erase(it);
+  if (!dead.unix_socket.empty()) ::unlink(dead.unix_socket.c_str());  // a killed process leaves it behind
   if (dead.is_driver) {
     // The job is over: its workers have nothing left to do.
     for (auto& [id, w] : workers_) {

@@ -41,6 +41,7 @@ struct WorkerProcess {
   JobID job;
   pid_t pid = 0;
   int port = 0;
+  std::string unix_socket;
   bool is_driver = false;
   State state = State::kStarting;
   std::chrono::steady_clock::time_point idle_since;
@@ -54,7 +55,8 @@ class WorkerPool {
   // Starts a worker for `job`. InvalidArgument when the job has no way to run workers.
   absl::Status StartWorker(const rpc::JobInfo& job);
   // A started worker (or a driver) reports its port. NotFound for an unknown worker ID.
-  absl::Status Register(const WorkerID& id, const JobID& job, pid_t pid, int port, bool is_driver);
+  absl::Status Register(const WorkerID& id, const JobID& job, pid_t pid, int port, const std::string& unix_socket,
+                        bool is_driver);
   void Disconnect(const WorkerID& id);
 
   // An idle worker of `job`, now marked leased; nullopt when there is none.

@@ -42,6 +42,12 @@ struct TaskOptionsData {
   bool resources_set = false;
   int max_retries = 3;
   std::string name;
+  // Scheduling: 0 default (hybrid), 1 spread, 2 node affinity.
+  int strategy = 0;
+  std::string affinity_node_id;  // hex
+  bool affinity_soft = false;
+  std::string label_selector;       // hard
+  std::string soft_label_selector;  // preferred
 };
 
 void Init(const Config& config, int argc, char** argv);

@@ -1,0 +1,158 @@
+// Two nodes on one machine, started with the CLI as a user would: placement by custom
+// resource, label and node affinity; spread; spillback when the local node is full.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "test_cluster.h"
+
+namespace {
+
+std::string WhereAmI(int sleep_ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  return orb::GetRuntimeContext().GetNodeId();
+}
+ORB_REMOTE(WhereAmI);
+
+std::string Run(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), pipe)) out += buf;
+  REQUIRE(::pclose(pipe) == 0);
+  return out;
+}
+
+// A head node with 2 CPUs and a second node with 2 CPUs, zone_b resources and a label.
+class TwoNodeCluster {
+ public:
+  TwoNodeCluster() {
+    std::string bin = std::getenv("ORB_BIN_DIR");
+    orb_ = bin + "/orb";
+    temp_ = std::filesystem::temp_directory_path() / ("orb-multinode-" + std::to_string(::getpid()));
+    ::setenv("ORB_TEMP_DIR", temp_.c_str(), 1);
+    std::string head = Run(orb_ + " start --head --port 0 --num-cpus 2 --labels '{\"zone\": \"a\"}'");
+    auto pos = head.find("GCS address:");
+    REQUIRE(pos != std::string::npos);
+    address_ = head.substr(pos + 12);
+    address_ = address_.substr(address_.find_first_not_of(' '));
+    address_ = address_.substr(0, address_.find('\n'));
+    Run(orb_ + " start --address " + address_ +
+        " --num-cpus 2 --resources '{\"zone_b\": 2}' --labels '{\"zone\": \"b\"}'");
+    orb::Config config;
+    config.address = address_;
+    orb::Init(config);
+    REQUIRE(orb::testing::WaitFor([] { return orb::Nodes().size() == 2; }, std::chrono::seconds(10)));
+    for (const auto& n : orb::Nodes()) {
+      if (n.resources_total.count("zone_b")) {
+        second_ = n.node_id;
+      } else {
+        head_ = n.node_id;
+      }
+    }
+    // Raylets learn of each other through the GCS about once a second: wait until the
+    // head's raylet can place work on the second node.
+    REQUIRE(orb::testing::WaitFor(
+        [this] {
+          try {
+            return *orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{second_}).Remote(0).Get(
+                       10000) == second_;
+          } catch (const orb::InfeasibleError&) {
+            return false;
+          }
+        },
+        std::chrono::seconds(15)));
+  }
+  ~TwoNodeCluster() {
+    orb::Shutdown();
+    std::system((orb_ + " stop > /dev/null").c_str());
+    if (!std::getenv("ORB_KEEP_TEST_TEMP")) std::filesystem::remove_all(temp_);
+  }
+  std::string head_, second_;
+
+ private:
+  std::string orb_, address_;
+  std::filesystem::path temp_;
+};
+
+TwoNodeCluster& Cluster() {
+  static TwoNodeCluster cluster;
+  return cluster;
+}
+
+}  // namespace
+
+TEST_CASE("tasks go where their custom resources are", "[multinode]") {
+  auto& c = Cluster();
+  for (int i = 0; i < 3; ++i) {
+    CHECK(*orb::Task(WhereAmI).SetResources({{"CPU", 1}, {"zone_b", 1}}).Remote(0).Get(30000) == c.second_);
+  }
+}
+
+TEST_CASE("label selectors place tasks; a selector that cannot match is infeasible", "[multinode]") {
+  auto& c = Cluster();
+  CHECK(*orb::Task(WhereAmI).SetLabelSelector("zone in (b)").Remote(0).Get(30000) == c.second_);
+  CHECK(*orb::Task(WhereAmI).SetLabelSelector("zone != b").Remote(0).Get(30000) == c.head_);
+  CHECK_THROWS_AS(orb::Task(WhereAmI).SetLabelSelector("zone = c").Remote(0).Get(30000), orb::InfeasibleError);
+  CHECK_THROWS_AS(orb::Task(WhereAmI).SetLabelSelector("zone in (b").Remote(0), orb::Error);
+}
+
+TEST_CASE("node affinity runs on the named node; an unknown node is infeasible at once", "[multinode]") {
+  auto& c = Cluster();
+  CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(0).Get(30000) ==
+        c.second_);
+  CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.head_}).Remote(0).Get(30000) ==
+        c.head_);
+  auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(orb::Task(WhereAmI)
+                      .SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{std::string(32, 'a')})
+                      .Remote(0)
+                      .Get(30000),
+                  orb::InfeasibleError);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  CHECK_THROWS_AS(orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{"not-hex"}).Remote(0),
+                  orb::Error);
+}
+
+TEST_CASE("slow tasks spread over both nodes; spread strategy alternates", "[multinode]") {
+  Cluster();
+  std::vector<orb::ObjectRef<std::string>> slow;
+  for (int i = 0; i < 4; ++i) slow.push_back(orb::Task(WhereAmI).Remote(800));
+  std::set<std::string> used;
+  for (const auto& n : orb::Get(slow, 60000)) used.insert(*n);
+  CHECK(used.size() == 2);
+  std::vector<orb::ObjectRef<std::string>> spread;
+  for (int i = 0; i < 4; ++i) spread.push_back(orb::Task(WhereAmI).SetSchedulingStrategy(orb::SpreadSchedulingStrategy{}).Remote(300));
+  used.clear();
+  for (const auto& n : orb::Get(spread, 60000)) used.insert(*n);
+  CHECK(used.size() == 2);
+}
+
+TEST_CASE("tasks too big for the free local CPUs spill back to the other node", "[multinode]") {
+  auto& c = Cluster();
+  // Start from an idle cluster, as every node reports it.
+  REQUIRE(orb::testing::WaitFor(
+      [] {
+        for (const auto& n : orb::Nodes()) {
+          auto free = n.resources_available.find("CPU");  // absent when none is free
+          if (free == n.resources_available.end() || free->second != n.resources_total.at("CPU")) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(10)));
+  std::vector<orb::ObjectRef<std::string>> refs;
+  for (int i = 0; i < 2; ++i) refs.push_back(orb::Task(WhereAmI).SetResource("CPU", 2).Remote(800));
+  std::set<std::string> used;
+  for (const auto& n : orb::Get(refs, 60000)) {
+    used.insert(*n);
+    UNSCOPED_INFO("ran on " << *n);
+  }
+  CHECK(used == std::set<std::string>{c.head_, c.second_});
+}

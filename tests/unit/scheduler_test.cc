@@ -1,0 +1,132 @@
+// Filter → rank → bind over hand-built cluster views.
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "raylet/scheduling/scheduler.h"
+
+using namespace orb;
+
+namespace {
+
+NodeView MakeNode(double cpus, double cpus_free, std::map<std::string, std::string> labels = {},
+                  std::map<std::string, double> custom = {}) {
+  NodeView n;
+  n.id = NodeID::FromRandom();
+  auto total = custom;
+  total["CPU"] = cpus;
+  n.total = ResourceSet::FromMap(total);
+  auto free = custom;
+  free["CPU"] = cpus_free;
+  n.available = ResourceSet::FromMap(free);
+  n.labels = std::move(labels);
+  return n;
+}
+
+SchedulingRequest Cpu(double n) {
+  SchedulingRequest r;
+  r.resources = ResourceSet::FromMap({{"CPU", n}});
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("label selectors parse every form and reject malformed ones", "[scheduling]") {
+  auto s = LabelSelector::Parse("zone in (a, b), gpu != h100, ssd, !spot");
+  REQUIRE(s.ok());
+  CHECK(s->Matches({{"zone", "a"}, {"ssd", "1"}}));
+  CHECK(s->Matches({{"zone", "b"}, {"gpu", "a100"}, {"ssd", ""}}));
+  CHECK_FALSE(s->Matches({{"zone", "c"}, {"ssd", "1"}}));
+  CHECK_FALSE(s->Matches({{"zone", "a"}, {"gpu", "h100"}, {"ssd", "1"}}));
+  CHECK_FALSE(s->Matches({{"zone", "a"}, {"ssd", "1"}, {"spot", "yes"}}));
+  CHECK(LabelSelector::Parse("zone notin (c)")->Matches({}));
+  CHECK(LabelSelector::Parse("tier = gold")->Matches({{"tier", "gold"}}));
+  CHECK(LabelSelector::Parse("")->Matches({}));
+  for (const char* bad : {"zone in (a,b", "zone in ()", "zone in a", "= x", "a,,b", "bad key!"}) {
+    auto parsed = LabelSelector::Parse(bad);
+    INFO(bad);
+    CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("a request no node can hold is infeasible; one that fits later waits", "[scheduling]") {
+  Scheduler scheduler;
+  ClusterView view(NodeID::Nil(), {MakeNode(4, 0), MakeNode(2, 2)});
+  CHECK(scheduler.Schedule(Cpu(8), view).kind == SchedulingDecision::Kind::kInfeasible);
+  CHECK(scheduler.Schedule(Cpu(3), view).kind == SchedulingDecision::Kind::kWait);
+  auto d = scheduler.Schedule(Cpu(2), view);
+  REQUIRE(d.kind == SchedulingDecision::Kind::kNode);
+  CHECK(d.node->id == view.nodes()[1].id);
+}
+
+TEST_CASE("hybrid packs on the local node below the threshold, then spreads", "[scheduling]") {
+  Scheduler scheduler;
+  NodeView local = MakeNode(8, 8);
+  NodeView other = MakeNode(8, 8);
+  ClusterView view(local.id, {other, local});
+  CHECK(scheduler.Schedule(Cpu(4), view).node->id == local.id);  // 4/8 = threshold: still local
+  view.Upsert([&] {
+    NodeView busy = local;
+    busy.available = ResourceSet::FromMap({{"CPU", 3}});
+    return busy;
+  }());
+  CHECK(scheduler.Schedule(Cpu(1), view).node->id == other.id);  // local would pass 0.5
+}
+
+TEST_CASE("custom resources and hard labels filter; soft labels prefer", "[scheduling]") {
+  Scheduler scheduler;
+  NodeView a = MakeNode(4, 4, {{"zone", "a"}});
+  NodeView b = MakeNode(4, 4, {{"zone", "b"}}, {{"accel", 2}});
+  ClusterView view(a.id, {a, b});
+  SchedulingRequest accel;
+  accel.resources = ResourceSet::FromMap({{"accel", 1}});
+  CHECK(scheduler.Schedule(accel, view).node->id == b.id);
+  SchedulingRequest zone_b = Cpu(1);
+  zone_b.hard_labels = *LabelSelector::Parse("zone in (b)");
+  for (int i = 0; i < 10; ++i) CHECK(scheduler.Schedule(zone_b, view).node->id == b.id);
+  zone_b.hard_labels = *LabelSelector::Parse("zone = c");
+  CHECK(scheduler.Schedule(zone_b, view).kind == SchedulingDecision::Kind::kInfeasible);
+  SchedulingRequest prefer_b = Cpu(1);
+  prefer_b.soft_labels = *LabelSelector::Parse("zone = b");
+  CHECK(scheduler.Schedule(prefer_b, view).node->id == b.id);
+}
+
+TEST_CASE("spread places successive tasks on different nodes", "[scheduling]") {
+  Scheduler scheduler;
+  std::vector<NodeView> nodes = {MakeNode(4, 4), MakeNode(4, 4), MakeNode(4, 4)};
+  ClusterView view(nodes[0].id, nodes);
+  SchedulingRequest r = Cpu(1);
+  r.strategy = SchedulingStrategy::kSpread;
+  std::set<NodeID> used;
+  for (int i = 0; i < 3; ++i) used.insert(scheduler.Schedule(r, view).node->id);
+  CHECK(used.size() == 3);
+}
+
+TEST_CASE("node affinity: hard waits for or rejects its node, soft falls back", "[scheduling]") {
+  Scheduler scheduler;
+  NodeView a = MakeNode(4, 4);
+  NodeView full = MakeNode(4, 0);
+  ClusterView view(a.id, {a, full});
+  SchedulingRequest hard = Cpu(1);
+  hard.strategy = SchedulingStrategy::kNodeAffinity;
+  hard.affinity_node = full.id;
+  CHECK(scheduler.Schedule(hard, view).kind == SchedulingDecision::Kind::kWait);
+  hard.affinity_node = NodeID::FromRandom();
+  auto missing = scheduler.Schedule(hard, view);
+  CHECK(missing.kind == SchedulingDecision::Kind::kInfeasible);
+  CHECK_THAT(missing.reason, Catch::Contains("not in the cluster"));
+  SchedulingRequest soft = hard;
+  soft.affinity_node = full.id;
+  soft.affinity_soft = true;
+  CHECK(scheduler.Schedule(soft, view).node->id == a.id);
+}
+
+TEST_CASE("locality prefers the node holding the arguments", "[scheduling]") {
+  Scheduler scheduler;
+  NodeView local = MakeNode(4, 4);
+  NodeView holder = MakeNode(4, 4);
+  ClusterView view(local.id, {local, holder});
+  SchedulingRequest r = Cpu(1);
+  r.argument_bytes[holder.id] = 64 << 20;
+  r.argument_bytes[local.id] = 100;
+  CHECK(scheduler.Schedule(r, view).node->id == holder.id);
+}
