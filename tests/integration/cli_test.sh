@@ -7,8 +7,8 @@ orb="$build_dir/bin/orb"
 export ORB_TEMP_DIR=$(mktemp -d)
 trap '"$orb" stop >/dev/null 2>&1 || true; rm -rf "$ORB_TEMP_DIR"' EXIT
 
-"$orb" --help | grep -q start
-"$orb" start --help | grep -q -- "--object-store-memory"
+grep -q start <<<"$("$orb" --help)"
+grep -q -- "--object-store-memory" <<<"$("$orb" start --help)"
 if "$orb" start 2>/dev/null; then echo "orb start without --head/--address must fail"; exit 1; fi
 if "$orb" start --head --num-cpus -3 2>/dev/null; then echo "a negative --num-cpus must fail"; exit 1; fi
 
@@ -21,8 +21,13 @@ if "$orb" start --address "$address" --resources '{"bad": -1}' 2>/dev/null; then
   echo "a negative custom resource must fail"; exit 1
 fi
 
-"$build_dir/examples/hello" --orb-address="$address" | tee /dev/stderr | grep -q "caught orb::TaskError"
-"$build_dir/examples/pi" --orb-address="$address" --tasks=20 | tee /dev/stderr | grep -q "pi ~= 3.1"
+# Capture first, then match: `producer | grep -q` can fail the pipeline with SIGPIPE.
+hello=$("$build_dir/examples/hello" --orb-address="$address")
+echo "$hello"
+grep -q "caught orb::TaskError" <<<"$hello"
+pi=$("$build_dir/examples/pi" --orb-address="$address" --tasks=20)
+echo "$pi"
+grep -q "pi ~= 3.1" <<<"$pi"
 
 status=$("$orb" status)
 echo "$status"

@@ -31,7 +31,7 @@ address=$(sed -n 's/^  GCS address: *//p' <<<"$start")
 out=$("$work/consumer/app" --orb-address="$address")
 echo "$out"
 grep -q "consumer ok: 210 on 1 node(s)" <<<"$out"
-"$work/prefix/bin/orb" status | grep -q "CPU"
+grep -q "CPU" <<<"$("$work/prefix/bin/orb" status)"
 "$work/prefix/bin/orb" stop
 if pgrep -u "$(id -u)" -f "$work/prefix/bin/" >/dev/null; then
   echo "processes left behind after orb stop:"; pgrep -a -u "$(id -u)" -f "$work/prefix/bin/"; exit 1
