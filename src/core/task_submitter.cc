@@ -20,6 +20,19 @@ std::string ShapeKey(const std::map<std::string, double>& resources, const rpc::
 
 std::string AddressString(const rpc::Address& a) { return a.ip() + ":" + std::to_string(a.port()); }
 
+// Whether this thread holds the submitter's lock: an RPC callback that gRPC runs inline,
+// inside a call started under the lock, must not take it again.
+thread_local bool holding_lock = false;
+
+class Locked {
+ public:
+  explicit Locked(std::mutex& mu) : lock_(mu) { holding_lock = true; }
+  ~Locked() { holding_lock = false; }
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+};
+
 }  // namespace
 
 TaskSubmitter::TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
@@ -36,12 +49,12 @@ void TaskSubmitter::Submit(rpc::TaskSpec spec) {
   if (!has_refs) {
     // Fast path, on the caller's thread: no dependencies to wait for, so a task can go
     // straight to a leased worker without a hop through the loop.
-    std::lock_guard<std::mutex> lock(mu_);
+    Locked lock(mu_);
     Enqueue(std::move(spec));
     return;
   }
   loop_->Post([this, spec = std::move(spec)]() mutable {
-    std::lock_guard<std::mutex> lock(mu_);
+    Locked lock(mu_);
     ResolveDependencies(std::move(spec));
   });
 }
@@ -74,7 +87,7 @@ void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
     ++*remaining;
     bool owned = objects_->OnReady(id, [this, done](ObjectValuePtr) {
       loop_->Post([this, done] {
-        std::lock_guard<std::mutex> lock(mu_);
+        Locked lock(mu_);
         done();
       });
     });
@@ -128,7 +141,7 @@ void TaskSubmitter::RequestLease(const std::string& key, RpcClient<rpc::RayletSe
       ORB_RPC(RequestWorkerLease), request,
       [this, key, raylet](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
         loop_->Post([this, key, raylet, status, reply = std::move(reply)]() mutable {
-          std::lock_guard<std::mutex> lock(mu_);
+          Locked lock(mu_);
           OnLeaseReply(key, raylet, status, std::move(reply));
         });
       },
@@ -146,7 +159,7 @@ void TaskSubmitter::OnLeaseReply(const std::string& key, RpcClient<rpc::RayletSe
     spdlog::warn("raylet {} did not answer a spilled lease request: {}", raylet->address(), status.ToString());
     queue.lease_requests++;
     loop_->RunAfter(std::chrono::milliseconds(500), [this, key] {
-      std::lock_guard<std::mutex> lock(mu_);
+      Locked lock(mu_);
       queues_[key].lease_requests--;
       Pump(key);
     });
@@ -212,14 +225,23 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   lease.client->Call<rpc::PushTasksReply>(
       ORB_RPC(PushTasks), request,
       [this, key, lease_id, batch = std::move(batch)](const absl::Status& status, rpc::PushTasksReply&& reply) mutable {
+        if (status.ok() && !holding_lock) {
+          // On the gRPC thread, no hop through the loop: free the lease for the next
+          // push first, then record the results, waking any Get. A blocking caller's
+          // next task can then go out from its own thread at once.
+          {
+            Locked lock(mu_);
+            OnBatchDone(key, lease_id, {}, status);
+          }
+          CompleteBatch(batch, reply);
+          return;
+        }
         if (status.ok()) {
-          // Results are recorded here, on the gRPC thread: a waiting Get wakes one
-          // thread hop sooner. Only lease bookkeeping goes through the loop.
           CompleteBatch(batch, reply);
           batch.clear();
         }
         loop_->Post([this, key, lease_id, batch = std::move(batch), status]() mutable {
-          std::lock_guard<std::mutex> lock(mu_);
+          Locked lock(mu_);
           OnBatchDone(key, lease_id, std::move(batch), status);
         });
       },
@@ -250,7 +272,7 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
         lease_it->second.idle_epoch++;
         uint64_t epoch = lease_it->second.idle_epoch;
         loop_->RunAfter(options_.lease_idle, [this, key, lease_id, epoch] {
-          std::lock_guard<std::mutex> lock(mu_);
+          Locked lock(mu_);
           auto& q = queues_[key];
           auto it = q.leases.find(lease_id);
           if (it != q.leases.end() && it->second.idle_epoch == epoch) MaybeReturnIdle(key, lease_id);
@@ -302,7 +324,7 @@ void TaskSubmitter::ReturnLease(RpcClient<rpc::RayletService>* raylet, const Lea
 void TaskSubmitter::ReturnAllLeases() {
   std::promise<void> done;
   loop_->Post([this, &done] {
-    std::lock_guard<std::mutex> lock(mu_);
+    Locked lock(mu_);
     for (auto& [key, queue] : queues_) {
       for (auto& [id, lease] : queue.leases) ReturnLease(lease.raylet, id, /*worker_failed=*/false);
       queue.leases.clear();
