@@ -12,7 +12,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <future>
 #include <memory>
 #include <string>
@@ -94,6 +97,23 @@ class RpcClient {
 
   RpcClient(const std::string& address, std::string token)
       : address_(address), token_(std::move(token)), stub_(Service::NewStub(MakeChannel(address))) {}
+  // Cancels what is still in flight and waits for its callbacks, so that none runs on a
+  // destroyed owner.
+  ~RpcClient() {
+    CancelAll();
+    WaitIdle(std::chrono::seconds(5));
+  }
+
+  // Cancels every call in flight; their callbacks run soon with CANCELLED.
+  void CancelAll() {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+  }
+  // Waits until no call is in flight; false on timeout.
+  bool WaitIdle(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(calls_mu_);
+    return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty(); });
+  }
 
   const std::string& address() const { return address_; }
 
@@ -134,20 +154,31 @@ class RpcClient {
     auto call = std::make_shared<Call>();
     if (!token_.empty()) call->context.AddMetadata(kTokenMetadataKey, token_);
     call->context.set_deadline(std::chrono::system_clock::now() + options.timeout);
+    {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      in_flight_.insert(&call->context);
+    }
     bound(stub_.get(), &call->context, request.get(), &call->reply,
           [this, call, bound, request, done, options, attempt](grpc::Status status) {
-            if (status.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < options.max_attempts) {
+            bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < options.max_attempts;
+            if (retry) {
               std::this_thread::sleep_for(options.initial_backoff * (1 << std::min(attempt - 1, 5)));
               CallAttempt<Reply>(bound, request, done, options, attempt + 1);
-              return;
+            } else {
+              done(FromGrpc(status), std::move(call->reply));
             }
-            done(FromGrpc(status), std::move(call->reply));
+            std::lock_guard<std::mutex> lock(calls_mu_);
+            in_flight_.erase(&call->context);
+            if (in_flight_.empty()) idle_cv_.notify_all();
           });
   }
 
   std::string address_;
   std::string token_;
   std::unique_ptr<Stub> stub_;
+  std::mutex calls_mu_;
+  std::condition_variable idle_cv_;
+  std::set<grpc::ClientContext*> in_flight_;  // guarded by calls_mu_
 };
 
 // Starts a gRPC server on `address` ("host:port"; port 0 picks a free one) with the given

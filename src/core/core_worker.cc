@@ -159,7 +159,7 @@ absl::Status CoreWorker::Start() {
 
 void CoreWorker::Disconnect() {
   if (disconnected_.exchange(true)) return;
-  if (submitter_) submitter_->ReturnAllLeases();
+  if (submitter_) submitter_->Shutdown();
   CallOptions quick;
   quick.timeout = std::chrono::milliseconds(1000);
   if (raylet_) {
@@ -173,6 +173,22 @@ void CoreWorker::Disconnect() {
     (void)gcs_->CallSync<rpc::MarkJobFinishedReply>(ORB_RPC(MarkJobFinished), request, quick);
   }
   if (receiver_) receiver_->Stop();
+  loop_.Stop();  // what calls in flight post from here on is dropped, never run
+  // Calls still in flight (lease requests queued at raylets, long polls to owners) are
+  // cancelled, and their callbacks run now, while everything they touch still exists.
+  auto drain = std::chrono::milliseconds(2000);
+  if (worker_clients_) worker_clients_->CancelAllAndWait(drain);
+  if (raylet_clients_) raylet_clients_->CancelAllAndWait(drain);
+  for (auto* client : {raylet_.get()}) {
+    if (client) {
+      client->CancelAll();
+      client->WaitIdle(drain);
+    }
+  }
+  if (gcs_) {
+    gcs_->CancelAll();
+    gcs_->WaitIdle(drain);
+  }
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (!unix_socket_.empty()) ::unlink(unix_socket_.c_str());
   loop_.Stop();
@@ -322,8 +338,15 @@ std::shared_ptr<internal::ValueBuffer> CoreWorker::Materialize(const ObjectID& i
     case rpc::ObjectValue::kError:
       ThrowObjectError(value->error());
     case rpc::ObjectValue::kInStoreNodeId: {
-      if (NodeID::FromBinary(value->in_store_node_id()) != node_id_) {
-        throw ObjectLostError("object " + id.Hex() + " lives on another node and cross-node transfer is not available yet");
+      NodeID holder = NodeID::FromBinary(value->in_store_node_id());
+      if (holder != node_id_) {
+        // Another node has it: this node's raylet pulls a copy, then it is read in place.
+        auto pulled = store_->Pull(id, holder, static_cast<uint64_t>(value->size()));
+        if (pulled.status().code() == absl::StatusCode::kResourceExhausted) {
+          throw ObjectStoreFullError(std::string(pulled.status().message()));
+        }
+        if (!pulled.ok()) throw ObjectLostError("object " + id.Hex() + " is lost: " + std::string(pulled.status().message()));
+        return *pulled;
       }
       auto buffer = store_->Get(id, std::max<int64_t>(MsUntil(deadline), 1000));
       if (!buffer.ok()) throw ObjectLostError("object " + id.Hex() + " is lost: " + std::string(buffer.status().message()));

@@ -60,21 +60,42 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Get(const Ob
     return absl::NotFoundError("object " + id.Hex() + " is not in this node's object store");
   }
   const auto& loc = reply->objects(0);
-  if (static_cast<uint64_t>(loc.offset() + loc.size()) > arena_->size()) {
-    return absl::InternalError("raylet returned a location outside the arena");
-  }
+  return View(id, static_cast<uint64_t>(loc.offset()), static_cast<uint64_t>(loc.size()));
+}
+
+absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::View(const ObjectID& id, uint64_t offset,
+                                                                         uint64_t size) {
+  if (offset + size > arena_->size()) return absl::InternalError("raylet returned a location outside the arena");
   auto* raylet = raylet_;
   std::string worker = self_.Binary();
   std::string binary = id.Binary();
   return std::shared_ptr<internal::ValueBuffer>(std::make_shared<StoreBuffer>(
-      reinterpret_cast<const char*>(arena_->data() + loc.offset()), static_cast<size_t>(loc.size()),
-      [raylet, worker, binary] {
+      reinterpret_cast<const char*>(arena_->data() + offset), static_cast<size_t>(size), [raylet, worker, binary] {
         rpc::ReleaseObjectsRequest release;
         release.add_object_ids(binary);
         release.set_worker_id(worker);
         raylet->Call<rpc::ReleaseObjectsReply>(ORB_RPC(ReleaseObjects), release,
                                                [](const absl::Status&, rpc::ReleaseObjectsReply&&) {});
       }));
+}
+
+absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Pull(const ObjectID& id, const NodeID& source,
+                                                                         uint64_t size) {
+  rpc::PullObjectRequest request;
+  request.set_object_id(id.Binary());
+  request.set_source_node_id(source.Binary());
+  request.set_size(static_cast<int64_t>(size));
+  request.set_worker_id(self_.Binary());
+  CallOptions call;
+  call.timeout = std::chrono::minutes(10);  // large objects over slow links
+  auto reply = raylet_->CallSync<rpc::PullObjectReply>(ORB_RPC(PullObject), request, call);
+  if (!reply.ok()) return reply.status();
+  if (reply->error().type() == rpc::OBJECT_STORE_FULL) return absl::ResourceExhaustedError(reply->error().message());
+  if (reply->error().type() != rpc::ERROR_NONE || !reply->location().found()) {
+    return absl::NotFoundError(reply->error().message().empty() ? "object " + id.Hex() + " could not be pulled"
+                                                                : reply->error().message());
+  }
+  return View(id, static_cast<uint64_t>(reply->location().offset()), static_cast<uint64_t>(reply->location().size()));
 }
 
 void StoreClient::Delete(const ObjectID& id) {

@@ -31,10 +31,17 @@ class StoreClient {
   // A zero-copy view of a sealed object, pinned while the buffer lives. NotFound when it
   // is not sealed here within `timeout_ms`.
   absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Get(const ObjectID& id, int64_t timeout_ms);
+  // Has this node's raylet copy an object from `source` (another node) into the local
+  // store, then returns a zero-copy view of the copy. ObjectLost / ResourceExhausted
+  // carry the raylet's reason.
+  absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Pull(const ObjectID& id, const NodeID& source, uint64_t size);
   // Asks the raylet to free objects this process owned (fire and forget).
   void Delete(const ObjectID& id);
 
  private:
+  // A view of [offset, offset+size) of the arena that releases its pin when dropped.
+  absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> View(const ObjectID& id, uint64_t offset, uint64_t size);
+
   RpcClient<rpc::RayletService>* raylet_;
   WorkerID self_;
   std::unique_ptr<ShmArena> arena_;

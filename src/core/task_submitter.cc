@@ -107,6 +107,7 @@ void TaskSubmitter::Enqueue(rpc::TaskSpec spec) {
 }
 
 void TaskSubmitter::Pump(const std::string& key) {
+  if (stopped_) return;
   ShapeQueue& queue = queues_[key];
   if (queue.pending.empty()) return;
   // Spread queued work over every worker we have or have asked for.
@@ -125,6 +126,7 @@ void TaskSubmitter::Pump(const std::string& key) {
 }
 
 void TaskSubmitter::RequestLease(const std::string& key, RpcClient<rpc::RayletService>* raylet, bool spilled) {
+  if (stopped_) return;
   ShapeQueue& queue = queues_[key];
   queue.lease_requests++;
   spdlog::debug("requesting a lease for shape {} from {}", key, raylet->address());
@@ -321,10 +323,11 @@ void TaskSubmitter::ReturnLease(RpcClient<rpc::RayletService>* raylet, const Lea
                                         [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
 }
 
-void TaskSubmitter::ReturnAllLeases() {
+void TaskSubmitter::Shutdown() {
   std::promise<void> done;
   loop_->Post([this, &done] {
     Locked lock(mu_);
+    stopped_ = true;
     for (auto& [key, queue] : queues_) {
       for (auto& [id, lease] : queue.leases) ReturnLease(lease.raylet, id, /*worker_failed=*/false);
       queue.leases.clear();

@@ -50,8 +50,9 @@ class TaskSubmitter {
 
   // Takes one task. Its return object must already be pending in the ObjectTable.
   void Submit(rpc::TaskSpec spec);
-  // Returns every lease (at shutdown). Must be called on a thread other than the loop's.
-  void ReturnAllLeases();
+  // Returns every lease and stops submitting: nothing queued is sent from now on. Must
+  // be called on a thread other than the loop's.
+  void Shutdown();
 
  private:
   struct Lease {
@@ -97,6 +98,7 @@ class TaskSubmitter {
   TaskSubmitterOptions options_;
   std::mutex mu_;
   std::unordered_map<std::string, ShapeQueue> queues_;  // guarded by mu_
+  bool stopped_ = false;                                // guarded by mu_
 };
 
 }  // namespace orb

@@ -25,6 +25,13 @@ class ClientPool {
     return client.get();
   }
 
+  // Cancels every client's calls in flight and waits for their callbacks.
+  void CancelAllAndWait(std::chrono::milliseconds timeout) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [address, client] : clients_) client->CancelAll();
+    for (auto& [address, client] : clients_) client->WaitIdle(timeout);
+  }
+
  private:
   std::string token_;
   std::mutex mu_;

@@ -60,6 +60,8 @@ class LeaseGranter {
   void UpdateClusterView(std::vector<NodeView> remote_nodes);
 
   const ResourceSet& total() const { return total_; }
+  // A node of the cluster view (this one included); nullptr when unknown.
+  const NodeView* FindNode(const NodeID& id) { return CurrentView().Find(id); }
   const ResourceSet& available() const { return available_; }
   // Queued requests grouped by shape, for status and autoscaling.
   std::vector<rpc::ResourceDemand> PendingDemand() const;

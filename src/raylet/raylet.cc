@@ -25,6 +25,8 @@ class RayletGrpcService : public rpc::RayletService::CallbackService {
   ORB_SERVICE_METHOD(ReleaseObjects)
   ORB_SERVICE_METHOD(DeleteObjects)
   ORB_SERVICE_METHOD(GetNodeStats)
+  ORB_SERVICE_METHOD(PullObject)
+  ORB_SERVICE_METHOD(ReadObjectChunk)
 
  private:
   Raylet* handler_;
@@ -94,6 +96,10 @@ absl::Status Raylet::Start() {
                                  });
   };
   lease_granter_ = std::make_unique<LeaseGranter>(options_.resources, worker_pool_.get(), fetch_job, &loop_, granter);
+
+  ObjectPullerOptions puller;
+  puller.token = options_.token;
+  object_puller_ = std::make_unique<ObjectPuller>(&object_store_, arena_.get(), &loop_, puller);
 
   if (auto s = RegisterWithGcs(); !s.ok()) return s;
   loop_.RunEvery(options_.heartbeat_period, [this] {
@@ -295,6 +301,36 @@ void Raylet::HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::Re
 
 void Raylet::HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply*, SendReply send) {
   object_store_.Delete(ToObjectIds(req.object_ids()));
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send) {
+  ObjectID id = ObjectID::FromBinary(req.object_id());
+  if (id.IsNil() || req.size() < 0) return send(Invalid("PullObject needs a 20-byte object_id and a size >= 0"));
+  const NodeView* source = lease_granter_->FindNode(NodeID::FromBinary(req.source_node_id()));
+  if (!source || !source->alive) {
+    reply->mutable_error()->set_type(rpc::OBJECT_LOST);
+    reply->mutable_error()->set_message("object " + id.Hex() + " is on node " +
+                                        NodeID::FromBinary(req.source_node_id()).Hex() +
+                                        (source ? ", which is dead" : ", which this node does not know"));
+    return send(grpc::Status::OK);
+  }
+  object_puller_->Pull(id, static_cast<uint64_t>(req.size()), source->address, WorkerID::FromBinary(req.worker_id()),
+                       [reply, send](const ObjectLocationInArena& loc, const rpc::ErrorInfo& error) {
+                         if (error.type() != rpc::ERROR_NONE) {
+                           *reply->mutable_error() = error;
+                         } else {
+                           reply->mutable_location()->set_found(loc.found);
+                           reply->mutable_location()->set_offset(static_cast<int64_t>(loc.offset));
+                           reply->mutable_location()->set_size(static_cast<int64_t>(loc.size));
+                         }
+                         send(grpc::Status::OK);
+                       });
+}
+
+void Raylet::HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply,
+                                   SendReply send) {
+  object_puller_->HandleReadObjectChunk(req, reply);
   send(grpc::Status::OK);
 }
 

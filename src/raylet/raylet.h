@@ -18,6 +18,7 @@
 #include "common/rpc.h"
 #include "gcs_service.grpc.pb.h"
 #include "raylet/lease_granter.h"
+#include "raylet/object_manager/object_puller.h"
 #include "raylet/object_store/local_object_store.h"
 #include "common/shm_arena.h"
 #include "raylet/worker_pool.h"
@@ -66,6 +67,8 @@ class Raylet {
   void HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::ReleaseObjectsReply* reply, SendReply send);
   void HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply* reply, SendReply send);
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
+  void HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send);
+  void HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply, SendReply send);
 
  private:
   Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena);
@@ -83,6 +86,7 @@ class Raylet {
   LocalObjectStore object_store_;
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
+  std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -2,6 +2,7 @@
 # The CLI as a user runs it: start a head node and a second node, run the examples
 # against the cluster, read `orb status`, then `orb stop` and check nothing is left.
 set -euo pipefail
+trap 'echo "cli_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build_dir=$1
 orb="$build_dir/bin/orb"
 export ORB_TEMP_DIR=$(mktemp -d)
@@ -22,10 +23,10 @@ if "$orb" start --address "$address" --resources '{"bad": -1}' 2>/dev/null; then
 fi
 
 # Capture first, then match: `producer | grep -q` can fail the pipeline with SIGPIPE.
-hello=$("$build_dir/examples/hello" --orb-address="$address")
+hello=$("$build_dir/examples/hello" --orb-address="$address" 2>&1) || { echo "$hello"; exit 1; }
 echo "$hello"
 grep -q "caught orb::TaskError" <<<"$hello"
-pi=$("$build_dir/examples/pi" --orb-address="$address" --tasks=20)
+pi=$("$build_dir/examples/pi" --orb-address="$address" --tasks=20 2>&1) || { echo "$pi"; exit 1; }
 echo "$pi"
 grep -q "pi ~= 3.1" <<<"$pi"
 

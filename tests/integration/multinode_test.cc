@@ -38,14 +38,14 @@ class TwoNodeCluster {
     orb_ = bin + "/orb";
     temp_ = std::filesystem::temp_directory_path() / ("orb-multinode-" + std::to_string(::getpid()));
     ::setenv("ORB_TEMP_DIR", temp_.c_str(), 1);
-    std::string head = Run(orb_ + " start --head --port 0 --num-cpus 2 --labels '{\"zone\": \"a\"}'");
+    std::string head = Run(orb_ + " start --head --port 0 --num-cpus 2 --object-store-memory 268435456 --labels '{\"zone\": \"a\"}'");
     auto pos = head.find("GCS address:");
     REQUIRE(pos != std::string::npos);
     address_ = head.substr(pos + 12);
     address_ = address_.substr(address_.find_first_not_of(' '));
     address_ = address_.substr(0, address_.find('\n'));
     Run(orb_ + " start --address " + address_ +
-        " --num-cpus 2 --resources '{\"zone_b\": 2}' --labels '{\"zone\": \"b\"}'");
+        " --num-cpus 2 --object-store-memory 268435456 --resources '{\"zone_b\": 2}' --labels '{\"zone\": \"b\"}'");
     orb::Config config;
     config.address = address_;
     orb::Init(config);
@@ -155,4 +155,40 @@ TEST_CASE("tasks too big for the free local CPUs spill back to the other node", 
     UNSCOPED_INFO("ran on " << *n);
   }
   CHECK(used == std::set<std::string>{c.head_, c.second_});
+}
+
+namespace {
+std::vector<int64_t> Produce(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i * 3;
+  return v;
+}
+int64_t Checksum(std::vector<int64_t> v) {
+  int64_t s = 0;
+  for (auto x : v) s += x;
+  return s;
+}
+ORB_REMOTE(Produce, Checksum);
+}  // namespace
+
+TEST_CASE("a 64 MiB object made on one node is read on another, both ways", "[multinode][objects]") {
+  auto& c = Cluster();
+  const int64_t n = 8 << 20;  // 8 Mi int64 values: 64 MiB of payload
+  const int64_t expected = 3 * (n * (n - 1) / 2);
+  auto on_second = orb::NodeAffinitySchedulingStrategy{c.second_};
+  auto on_head = orb::NodeAffinitySchedulingStrategy{c.head_};
+  // Made by a task on the second node, read by the driver on the head node.
+  auto produced = orb::Task(Produce).SetSchedulingStrategy(on_second).Remote(n);
+  auto value = orb::Get(produced, 60000);
+  REQUIRE(value->size() == static_cast<size_t>(n));
+  CHECK((*value)[n - 1] == 3 * (n - 1));
+  // Read by tasks on both nodes; the second node has it, the head pulls once more.
+  CHECK(*orb::Task(Checksum).SetSchedulingStrategy(on_head).Remote(produced).Get(60000) == expected);
+  CHECK(*orb::Task(Checksum).SetSchedulingStrategy(on_second).Remote(produced).Get(60000) == expected);
+  // Put by the driver on the head node, read by two tasks on the second node at once.
+  auto put = orb::Put(*value);
+  auto r1 = orb::Task(Checksum).SetSchedulingStrategy(on_second).Remote(put);
+  auto r2 = orb::Task(Checksum).SetSchedulingStrategy(on_second).Remote(put);
+  CHECK(*r1.Get(60000) == expected);
+  CHECK(*r2.Get(60000) == expected);
 }

@@ -18,7 +18,7 @@ int LocalObjectStore::PinCount(const Entry& e) const {
 }
 
 void LocalObjectStore::UpdateEvictability(const ObjectID& id, Entry& e) {
-  bool evictable = e.sealed && !e.primary && PinCount(e) == 0;
+  bool evictable = e.sealed && !e.primary && !e.deleted && PinCount(e) == 0;
   if (evictable && !e.in_lru) {
     e.lru = lru_.insert(lru_.end(), id);
     e.in_lru = true;
@@ -49,7 +49,7 @@ bool LocalObjectStore::EvictFor(uint64_t size) {
 }
 
 absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectID& id, uint64_t size,
-                                                                   const WorkerID& owner) {
+                                                                   const WorkerID& owner, bool primary) {
   auto existing = objects_.find(id);
   if (existing != objects_.end()) return Created{existing->second.offset, true};
   if (ArenaAllocator::Rounded(size) > allocator_.capacity()) {
@@ -68,7 +68,19 @@ absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectI
   e.offset = *offset;
   e.size = size;
   e.owner = owner;
+  e.primary = primary;
+  e.location = {true, *offset, size};
   return Created{*offset, false};
+}
+
+void LocalObjectStore::Abort(const ObjectID& id) {
+  auto it = objects_.find(id);
+  if (it != objects_.end() && !it->second.sealed) Free(id);
+}
+
+const ObjectLocationInArena* LocalObjectStore::Peek(const ObjectID& id) const {
+  auto it = objects_.find(id);
+  return it == objects_.end() || !it->second.sealed ? nullptr : &it->second.location;
 }
 
 absl::Status LocalObjectStore::Seal(const ObjectID& id) {
@@ -132,7 +144,7 @@ void LocalObjectStore::Release(const std::vector<ObjectID>& ids, const WorkerID&
     auto pin = it->second.pins.find(reader);
     if (pin == it->second.pins.end()) continue;
     if (--pin->second == 0) it->second.pins.erase(pin);
-    if (!it->second.primary && it->second.owner.IsNil() && PinCount(it->second) == 0) {
+    if (it->second.deleted && PinCount(it->second) == 0) {
       Free(id);  // deleted by its owner while pinned
       continue;
     }
@@ -147,9 +159,8 @@ void LocalObjectStore::Delete(const std::vector<ObjectID>& ids) {
     if (PinCount(it->second) == 0) {
       Free(id);
     } else {
-      // Freed by the last Release; the nil owner marks it as deleted.
-      it->second.primary = false;
-      it->second.owner = WorkerID::Nil();
+      it->second.deleted = true;  // freed by the last Release
+      UpdateEvictability(id, it->second);
     }
   }
 }
@@ -162,7 +173,7 @@ void LocalObjectStore::ForgetWorker(const WorkerID& worker) {
       e.primary = false;
       if (!e.sealed) to_free.push_back(id);  // never finished: nobody can read it
     }
-    if (!e.primary && e.owner.IsNil() && PinCount(e) == 0) to_free.push_back(id);
+    if (e.deleted && PinCount(e) == 0) to_free.push_back(id);
   }
   for (const auto& id : to_free) Free(id);
   for (auto& [id, e] : objects_) UpdateEvictability(id, e);

@@ -42,7 +42,13 @@ class LocalObjectStore {
     bool already_exists = false;
   };
   // ResourceExhausted (ObjectStoreFull) when `size` cannot fit even after eviction.
-  absl::StatusOr<Created> Create(const ObjectID& id, uint64_t size, const WorkerID& owner);
+  // `primary`: the owner's copy (kept while referenced); false for a copy pulled from
+  // another node (evictable once unpinned).
+  absl::StatusOr<Created> Create(const ObjectID& id, uint64_t size, const WorkerID& owner, bool primary = true);
+  // Frees an object that was created but never sealed (a failed transfer).
+  void Abort(const ObjectID& id);
+  // The bytes of a sealed object, for sending to another node; nullptr if absent.
+  const ObjectLocationInArena* Peek(const ObjectID& id) const;
   // NotFound when the object was never created.
   absl::Status Seal(const ObjectID& id);
 
@@ -68,7 +74,9 @@ class LocalObjectStore {
     uint64_t size = 0;
     bool sealed = false;
     bool primary = true;        // the owner still references it
+    bool deleted = false;       // its owner let go while it was pinned: free on last release
     WorkerID owner;
+    ObjectLocationInArena location;
     std::unordered_map<WorkerID, int> pins;
     std::list<ObjectID>::iterator lru;  // valid when evictable
     bool in_lru = false;

@@ -1,0 +1,73 @@
+// Copies objects held by other nodes into this node's store, in chunks.
+//
+// A pull creates space for the object here, asks the source raylet for byte ranges of
+// `chunk_bytes` (several in flight), writes each into the arena as it arrives, and seals
+// the copy when every range is in. The copy is secondary: evictable once no reader has
+// it pinned. Pulls of one object that overlap share one transfer; each waiter gets the
+// object pinned for it. A source that is unreachable or no longer has the object fails
+// the pull with OBJECT_LOST. Runs on the raylet's event loop; not thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "common/id.h"
+#include "common/rpc.h"
+#include "common/shm_arena.h"
+#include "raylet/object_store/local_object_store.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace orb {
+
+struct ObjectPullerOptions {
+  uint64_t chunk_bytes = 5ull << 20;
+  int chunks_in_flight = 4;
+  std::string token;
+};
+
+class ObjectPuller {
+ public:
+  ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options);
+
+  // `done(location, error)`: the object is sealed here and pinned for `reader`, or not.
+  using Done = std::function<void(const ObjectLocationInArena&, const rpc::ErrorInfo&)>;
+  void Pull(const ObjectID& id, uint64_t size, const std::string& source_address, const WorkerID& reader, Done done);
+
+  // Serves a byte range of a local object to another node's puller.
+  void HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply) const;
+
+  size_t pulls_in_progress() const { return pulls_.size(); }
+
+ private:
+  struct Waiter {
+    WorkerID reader;
+    Done done;
+  };
+  struct Transfer {
+    uint64_t size = 0;
+    uint64_t offset = 0;  // where in the arena
+    uint64_t next_chunk = 0;
+    uint64_t received = 0;
+    int in_flight = 0;
+    bool failed = false;
+    RpcClient<rpc::RayletService>* source = nullptr;
+    std::vector<Waiter> waiters;
+  };
+
+  void RequestChunks(const ObjectID& id);
+  void OnChunk(const ObjectID& id, uint64_t chunk_offset, const absl::Status& status, rpc::ReadObjectChunkReply reply);
+  void Finish(const ObjectID& id, const rpc::ErrorInfo& error);
+  RpcClient<rpc::RayletService>* Client(const std::string& address);
+
+  LocalObjectStore* store_;
+  ShmArena* arena_;
+  EventLoop* loop_;
+  ObjectPullerOptions options_;
+  std::unordered_map<ObjectID, Transfer> pulls_;
+  std::unordered_map<std::string, std::unique_ptr<RpcClient<rpc::RayletService>>> clients_;
+};
+
+}  // namespace orb
