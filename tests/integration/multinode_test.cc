@@ -1,5 +1,6 @@
 // Two nodes on one machine, started with the CLI as a user would: placement by custom
 // resource, label and node affinity; spread; spillback when the local node is full.
+#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -76,8 +77,6 @@ class TwoNodeCluster {
     if (!std::getenv("ORB_KEEP_TEST_TEMP")) std::filesystem::remove_all(temp_);
   }
   std::string head_, second_;
-
- private:
   std::string orb_, address_;
   std::filesystem::path temp_;
 };
@@ -191,4 +190,54 @@ TEST_CASE("a 64 MiB object made on one node is read on another, both ways", "[mu
   auto r2 = orb::Task(Checksum).SetSchedulingStrategy(on_second).Remote(put);
   CHECK(*r1.Get(60000) == expected);
   CHECK(*r2.Get(60000) == expected);
+}
+
+namespace {
+int SlowDouble(int x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  return 2 * x;
+}
+ORB_REMOTE(SlowDouble);
+}  // namespace
+
+TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS declares it dead", "[multinode][faults]") {
+  auto& c = Cluster();
+  // A third node, started here so that its pid is known.
+  std::string token = (c.temp_ / "session_latest" / "token").string();
+  std::string pid_text = Run("sh -c '" + std::string(std::getenv("ORB_BIN_DIR")) + "/raylet --gcs-address " +
+                             c.address_ + " --num-cpus 2 --object-store-memory 67108864 --token-file " + token +
+                             " > " + (c.temp_ / "victim.out").string() + " 2>&1 & echo $!'");
+  pid_t victim = std::stoi(pid_text);
+  auto alive = [] {
+    int n = 0;
+    for (const auto& node : orb::Nodes()) n += node.alive;
+    return n;
+  };
+  REQUIRE(orb::testing::WaitFor([&] { return alive() == 3; }, std::chrono::seconds(10)));
+  std::string victim_id;
+  for (const auto& node : orb::Nodes()) {
+    if (node.alive && node.node_id != c.head_ && node.node_id != c.second_) victim_id = node.node_id;
+  }
+  // Wait until the head's raylet can place work there (its view has the new node).
+  REQUIRE(orb::testing::WaitFor(
+      [&] {
+        try {
+          return *orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{victim_id}).Remote(0).Get(
+                     10000) == victim_id;
+        } catch (const orb::InfeasibleError&) {
+          return false;
+        }
+      },
+      std::chrono::seconds(10)));
+
+  std::vector<orb::ObjectRef<int>> refs;
+  for (int i = 0; i < 12; ++i) {
+    refs.push_back(orb::Task(SlowDouble).SetSchedulingStrategy(orb::SpreadSchedulingStrategy{}).SetMaxRetries(3).Remote(i));
+  }
+  // Fault injection: the kill lands while the first tasks of the batch run on every node.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  auto values = orb::Get(refs, 90000);
+  for (int i = 0; i < 12; ++i) CHECK(*values[i] == 2 * i);
+  CHECK(orb::testing::WaitFor([&] { return alive() == 2; }, std::chrono::seconds(20)));
 }
