@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/shm_arena.h"
 
 namespace fs = std::filesystem;
 
@@ -81,7 +82,10 @@ int Stop(bool force) {
   std::vector<pid_t> strays = Find(Kind::kWorker);
   for (pid_t p : strays) ::kill(p, SIGKILL);
   stopped += static_cast<int>(strays.size());
-  std::cout << "Stopped " << stopped << " orb process(es).\n";
+  int files = ShmArena::RemoveStaleArenas();
+  std::cout << "Stopped " << stopped << " orb process(es)";
+  if (files > 0) std::cout << "; removed " << files << " object store file(s) of killed raylets";
+  std::cout << ".\n";
   return 0;
 }
 

@@ -4,8 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace orb {
 
@@ -42,6 +46,19 @@ absl::StatusOr<std::unique_ptr<ShmArena>> ShmArena::Attach(const std::string& pa
   ::close(fd);
   if (!mapped.ok()) return mapped.status();
   return std::unique_ptr<ShmArena>(new ShmArena(path, *mapped, size, /*owner=*/false));
+}
+
+int ShmArena::RemoveStaleArenas(const std::string& dir, const std::string& prefix) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + prefix.size()));
+    if (pid <= 0) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH && ::unlink(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 ShmArena::~ShmArena() {

@@ -22,6 +22,11 @@ class ShmArena {
   static absl::StatusOr<std::unique_ptr<ShmArena>> Attach(const std::string& path, size_t size);
   ~ShmArena();  // unmaps; the creator also unlinks the file
 
+  // Arena files are named "<prefix><pid>-<tag>" after the raylet that made them. A raylet
+  // killed with SIGKILL cannot unlink its file, so this removes every such file in `dir`
+  // whose process is gone. Returns how many it removed.
+  static int RemoveStaleArenas(const std::string& dir = "/dev/shm", const std::string& prefix = "orb-store-");
+
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }

@@ -45,6 +45,8 @@ std::vector<ObjectID> ToObjectIds(const google::protobuf::RepeatedPtrField<std::
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Raylet>> Raylet::Create(RayletOptions options) {
+  int stale = ShmArena::RemoveStaleArenas();
+  if (stale > 0) spdlog::info("removed {} object store file(s) left by raylets that were killed", stale);
   std::string path = "/dev/shm/orb-store-" + std::to_string(getpid()) + "-" + NodeID::FromRandom().Hex().substr(0, 8);
   auto arena = ShmArena::Create(path, options.object_store_bytes);
   if (!arena.ok()) return arena.status();

@@ -45,7 +45,8 @@ std::unique_ptr<Daemon> StartGcs(const TempDir& dir, const std::string& token, c
     argv.insert(argv.end(), {"--token-file", (dir.path / "token").string()});
   }
   if (!storage.empty()) argv.insert(argv.end(), {"--storage-dir", storage});
-  auto started = StartDaemon(argv, (dir.path / ("gcs-" + std::to_string(::time(nullptr)) + ".out")).string(),
+  static int started_count = 0;
+  auto started = StartDaemon(argv, (dir.path / ("gcs-" + std::to_string(++started_count) + ".out")).string(),
                              /*die_with_parent=*/true, std::chrono::seconds(20));
   REQUIRE(started.ok());
   auto d = std::make_unique<Daemon>();
@@ -57,7 +58,9 @@ std::unique_ptr<Daemon> StartRaylet(const TempDir& dir, const std::string& gcs, 
   std::vector<std::string> argv = {FindOrbBinary("raylet"), "--gcs-address", gcs, "--num-cpus", "1",
                                    "--object-store-memory", std::to_string(16 << 20), "--resources", "{\"zone_a\": 2}"};
   if (!token.empty()) argv.insert(argv.end(), {"--token-file", (dir.path / "token").string()});
-  auto started = StartDaemon(argv, (dir.path / "raylet.out").string(), true, std::chrono::seconds(20));
+  static int started_count = 0;  // each raylet its own output: the start line is read from it
+  std::string out = (dir.path / ("raylet-" + std::to_string(++started_count) + ".out")).string();
+  auto started = StartDaemon(argv, out, true, std::chrono::seconds(20));
   REQUIRE(started.ok());
   auto d = std::make_unique<Daemon>();
   d->started = *started;
@@ -233,6 +236,15 @@ TEST_CASE("a GCS killed with SIGKILL and restarted keeps jobs and keys; the rayl
   CHECK(stayed_alive);
 
   // A raylet killed with SIGKILL is declared dead within the node timeout.
+  auto nodes = g.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
+  REQUIRE(nodes.ok());
+  std::string arena = nodes->nodes(0).object_store_path();
+  CHECK(fs::exists(arena));
   ::kill(raylet->started.pid, SIGKILL);
+  ::waitpid(raylet->started.pid, nullptr, 0);  // reaped, as init would reap an orphan
   CHECK(WaitFor([&] { return alive_nodes() == 0; }, std::chrono::seconds(10)));
+  // Its shared-memory file outlives it, until the next raylet on the machine starts.
+  CHECK(fs::exists(arena));
+  auto successor = StartRaylet(dir, address, "t");
+  CHECK_FALSE(fs::exists(arena));
 }
