@@ -192,6 +192,42 @@ TEST_CASE("a 64 MiB object made on one node is read on another, both ways", "[mu
   CHECK(*r2.Get(60000) == expected);
 }
 
+TEST_CASE("the GCS killed with SIGKILL and restarted: nodes stay members and work goes on", "[multinode][faults]") {
+  auto& c = Cluster();
+  std::filesystem::path session = std::filesystem::canonical(c.temp_ / "session_latest");
+  pid_t gcs = std::stoi(Run("cat " + (session / "gcs.pid").string()));
+  std::string port = c.address_.substr(c.address_.rfind(':') + 1);
+  REQUIRE(::kill(gcs, SIGKILL) == 0);
+  // Restart it as `orb start --head` did: same port, token and RocksDB directory.
+  std::string restarted = Run("sh -c '" + std::string(std::getenv("ORB_BIN_DIR")) + "/gcs_server --port " + port +
+                              " --token-file " + (session / "token").string() + " --storage-dir " +
+                              (session / "storage").string() + " > " + (session / "logs" / "gcs-restarted.out").string() +
+                              " 2>&1 & echo $!'");
+  Run("sh -c 'echo " + std::to_string(std::stoi(restarted)) + " > " + (session / "gcs.pid").string() + "'");
+  auto alive = [] {
+    try {
+      int n = 0;
+      for (const auto& node : orb::Nodes()) n += node.alive;
+      return n;
+    } catch (const orb::Error&) {
+      return -1;  // the GCS is still starting
+    }
+  };
+  REQUIRE(orb::testing::WaitFor([&] { return alive() >= 2; }, std::chrono::seconds(20)));
+  // Past the GCS's node timeout (10 s), the nodes are still alive: their heartbeats resumed.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(12);
+  bool stayed = true;
+  while (stayed && std::chrono::steady_clock::now() < until) {
+    stayed = alive() >= 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  CHECK(stayed);
+  CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(0).Get(30000) ==
+        c.second_);
+  CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.head_}).Remote(0).Get(30000) ==
+        c.head_);
+}
+
 namespace {
 int SlowDouble(int x) {
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
