@@ -31,6 +31,20 @@ std::string Run(const std::string& command) {
   return out;
 }
 
+// Waits until the driver's raylet can place work on `node` (its view has the node).
+bool WaitUntilPlaceable(const std::string& node) {
+  return orb::testing::WaitFor(
+      [&] {
+        try {
+          auto where = orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{node}).Remote(0);
+          return *where.Get(10000) == node;
+        } catch (const orb::InfeasibleError&) {
+          return false;
+        }
+      },
+      std::chrono::seconds(15));
+}
+
 // A head node with 2 CPUs and a second node with 2 CPUs, zone_b resources and a label.
 class TwoNodeCluster {
  public:
@@ -60,16 +74,7 @@ class TwoNodeCluster {
     }
     // Raylets learn of each other through the GCS about once a second: wait until the
     // head's raylet can place work on the second node.
-    REQUIRE(orb::testing::WaitFor(
-        [this] {
-          try {
-            return *orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{second_}).Remote(0).Get(
-                       10000) == second_;
-          } catch (const orb::InfeasibleError&) {
-            return false;
-          }
-        },
-        std::chrono::seconds(15)));
+    REQUIRE(WaitUntilPlaceable(second_));
   }
   ~TwoNodeCluster() {
     orb::Shutdown();
@@ -254,17 +259,7 @@ TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS decla
   for (const auto& node : orb::Nodes()) {
     if (node.alive && node.node_id != c.head_ && node.node_id != c.second_) victim_id = node.node_id;
   }
-  // Wait until the head's raylet can place work there (its view has the new node).
-  REQUIRE(orb::testing::WaitFor(
-      [&] {
-        try {
-          return *orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{victim_id}).Remote(0).Get(
-                     10000) == victim_id;
-        } catch (const orb::InfeasibleError&) {
-          return false;
-        }
-      },
-      std::chrono::seconds(10)));
+  REQUIRE(WaitUntilPlaceable(victim_id));
 
   std::vector<orb::ObjectRef<int>> refs;
   for (int i = 0; i < 12; ++i) {
