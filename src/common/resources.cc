@@ -1,6 +1,10 @@
 #include "common/resources.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -42,47 +46,97 @@ absl::StatusOr<ResourceSet> ResourceSet::ParseJson(const std::string& json) {
   return FromMap(amounts);
 }
 
+namespace {
+
+struct NameTable {
+  std::mutex mu;
+  std::unordered_map<std::string, int> ids;
+  std::vector<std::string> names;
+};
+
+NameTable& Names() {
+  static NameTable* table = new NameTable();  // never destroyed: used from any thread at exit
+  return *table;
+}
+
+const std::string& NameOf(int id) {
+  NameTable& t = Names();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.names[static_cast<size_t>(id)];
+}
+
+}  // namespace
+
+int ResourceSet::IdOf(const std::string& name) {
+  NameTable& t = Names();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto [it, inserted] = t.ids.emplace(name, static_cast<int>(t.names.size()));
+  if (inserted) t.names.push_back(name);
+  return it->second;
+}
+
+std::vector<std::pair<int, int64_t>>::iterator ResourceSet::Find(int id) {
+  return std::lower_bound(amounts_.begin(), amounts_.end(), std::make_pair(id, std::numeric_limits<int64_t>::min()));
+}
+
 std::map<std::string, double> ResourceSet::ToMap() const {
   std::map<std::string, double> m;
-  for (const auto& [name, fixed] : amounts_) m[name] = static_cast<double>(fixed) / kUnit;
+  for (const auto& [id, fixed] : amounts_) m[NameOf(id)] = static_cast<double>(fixed) / kUnit;
   return m;
 }
 
-double ResourceSet::Get(const std::string& name) const {
-  auto it = amounts_.find(name);
-  return it == amounts_.end() ? 0.0 : static_cast<double>(it->second) / kUnit;
+double ResourceSet::GetById(int id) const {
+  auto it = std::lower_bound(amounts_.begin(), amounts_.end(), std::make_pair(id, std::numeric_limits<int64_t>::min()));
+  return it != amounts_.end() && it->first == id ? static_cast<double>(it->second) / kUnit : 0.0;
 }
 
+double ResourceSet::Get(const std::string& name) const { return GetById(IdOf(name)); }
+
 void ResourceSet::Set(const std::string& name, double amount) {
+  int id = IdOf(name);
   int64_t fixed = ToFixed(amount);
+  auto it = Find(id);
+  bool present = it != amounts_.end() && it->first == id;
   if (fixed == 0) {
-    amounts_.erase(name);
+    if (present) amounts_.erase(it);
+  } else if (present) {
+    it->second = fixed;
   } else {
-    amounts_[name] = fixed;
+    amounts_.insert(it, {id, fixed});
   }
 }
 
 bool ResourceSet::Contains(const ResourceSet& request) const {
-  for (const auto& [name, fixed] : request.amounts_) {
-    auto it = amounts_.find(name);
-    if (it == amounts_.end() || it->second < fixed) return false;
+  // Both sides are sorted by ID: one merge walk.
+  auto mine = amounts_.begin();
+  for (const auto& [id, fixed] : request.amounts_) {
+    while (mine != amounts_.end() && mine->first < id) ++mine;
+    if (mine == amounts_.end() || mine->first != id || mine->second < fixed) return false;
   }
   return true;
 }
 
 void ResourceSet::Add(const ResourceSet& other) {
-  for (const auto& [name, fixed] : other.amounts_) {
-    int64_t& slot = amounts_[name];
-    slot += fixed;
-    if (slot == 0) amounts_.erase(name);
+  for (const auto& [id, fixed] : other.amounts_) {
+    auto it = Find(id);
+    if (it != amounts_.end() && it->first == id) {
+      it->second += fixed;
+      if (it->second == 0) amounts_.erase(it);
+    } else {
+      amounts_.insert(it, {id, fixed});
+    }
   }
 }
 
 void ResourceSet::Subtract(const ResourceSet& other) {
-  for (const auto& [name, fixed] : other.amounts_) {
-    int64_t& slot = amounts_[name];
-    slot -= fixed;
-    if (slot == 0) amounts_.erase(name);
+  for (const auto& [id, fixed] : other.amounts_) {
+    auto it = Find(id);
+    if (it != amounts_.end() && it->first == id) {
+      it->second -= fixed;
+      if (it->second == 0) amounts_.erase(it);
+    } else {
+      amounts_.insert(it, {id, -fixed});
+    }
   }
 }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -37,15 +39,23 @@ class ResourceSet {
   void Subtract(const ResourceSet& other);
   bool IsEmpty() const { return amounts_.empty(); }
   std::string ToString() const;
-  // Calls f(name, amount) for every non-zero amount, in name order, without copying.
-  template <class F>
-  void ForEach(F f) const {
-    for (const auto& [name, fixed] : amounts_) f(name, static_cast<double>(fixed) / kUnit);
-  }
   bool operator==(const ResourceSet& o) const { return amounts_ == o.amounts_; }
 
+  // Resource names are interned: each gets a small integer ID for this process's life,
+  // so that the scheduler's hot loops compare integers, not strings.
+  static int IdOf(const std::string& name);
+  // The amount of resource `id` (from IdOf), without touching the name table.
+  double GetById(int id) const;
+  // Calls f(id, amount) for every non-zero amount, without copying.
+  template <class F>
+  void ForEachId(F f) const {
+    for (const auto& [id, fixed] : amounts_) f(id, static_cast<double>(fixed) / kUnit);
+  }
+
  private:
-  std::map<std::string, int64_t> amounts_;  // zero amounts are not stored
+  std::vector<std::pair<int, int64_t>>::iterator Find(int id);
+  // Sorted by ID; zero amounts are not stored.
+  std::vector<std::pair<int, int64_t>> amounts_;
 };
 
 }  // namespace orb

@@ -6,17 +6,19 @@ namespace orb {
 
 double NodeView::UtilizationWith(const ResourceSet& extra) const {
   // Only the requested resources decide: a node's unrelated resources do not make it a
-  // worse place for this request. No allocation: this runs per node per decision.
+  // worse place for this request. Integer IDs and no allocation: this runs per node per
+  // decision.
+  static const int kCpu = ResourceSet::IdOf("CPU");
   double worst = 0;
-  auto consider = [&](const std::string& name, double asked) {
-    double amount = total.Get(name);
+  auto consider = [&](int id, double asked) {
+    double amount = total.GetById(id);
     if (amount <= 0) return;
-    worst = std::max(worst, (amount - available.Get(name) + asked) / amount);
+    worst = std::max(worst, (amount - available.GetById(id) + asked) / amount);
   };
   if (extra.IsEmpty()) {
-    consider("CPU", 0);
+    consider(kCpu, 0);
   } else {
-    extra.ForEach(consider);
+    extra.ForEachId(consider);
   }
   return worst;
 }
