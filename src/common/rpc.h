@@ -99,10 +99,7 @@ class RpcClient {
       : address_(address), token_(std::move(token)), stub_(Service::NewStub(MakeChannel(address))) {}
   // Cancels what is still in flight and waits for its callbacks, so that none runs on a
   // destroyed owner.
-  ~RpcClient() {
-    CancelAll();
-    WaitIdle(std::chrono::seconds(5));
-  }
+  ~RpcClient() { Drain(std::chrono::seconds(5)); }
 
   // Cancels every call in flight; their callbacks run soon with CANCELLED.
   void CancelAll() {
@@ -113,6 +110,11 @@ class RpcClient {
   bool WaitIdle(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(calls_mu_);
     return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty(); });
+  }
+  // Cancels what is in flight and waits for its callbacks to finish.
+  bool Drain(std::chrono::milliseconds timeout) {
+    CancelAll();
+    return WaitIdle(timeout);
   }
 
   const std::string& address() const { return address_; }

@@ -177,21 +177,12 @@ void CoreWorker::Disconnect() {
   // Calls still in flight (lease requests queued at raylets, long polls to owners) are
   // cancelled, and their callbacks run now, while everything they touch still exists.
   auto drain = std::chrono::milliseconds(2000);
-  if (worker_clients_) worker_clients_->CancelAllAndWait(drain);
-  if (raylet_clients_) raylet_clients_->CancelAllAndWait(drain);
-  for (auto* client : {raylet_.get()}) {
-    if (client) {
-      client->CancelAll();
-      client->WaitIdle(drain);
-    }
-  }
-  if (gcs_) {
-    gcs_->CancelAll();
-    gcs_->WaitIdle(drain);
-  }
+  if (worker_clients_) worker_clients_->Drain(drain);
+  if (raylet_clients_) raylet_clients_->Drain(drain);
+  if (raylet_) raylet_->Drain(drain);
+  if (gcs_) gcs_->Drain(drain);
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (!unix_socket_.empty()) ::unlink(unix_socket_.c_str());
-  loop_.Stop();
 }
 
 std::string CoreWorker::OwnerString() const {

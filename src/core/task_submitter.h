@@ -1,7 +1,7 @@
 // Submits the tasks this process owns: resolves their ObjectRef arguments, leases
-// workers from the local raylet per resource shape, pushes tasks straight to leased
-// workers in batches, records results in the ObjectTable, and retries tasks whose
-// worker died.
+// workers per resource shape and scheduling options (from the local raylet, or from the
+// raylet it spills a request to), pushes tasks straight to leased workers in batches,
+// records results in the ObjectTable, and retries tasks whose worker died.
 //
 // Leases are reused while tasks of their shape are queued, kept for `lease_idle` after
 // the queue empties (so a loop of blocking calls does not pay for a lease each time),
@@ -10,7 +10,9 @@
 // for.
 //
 // Submit() is thread-safe. State is guarded by mu_: a task without ObjectRef arguments
-// is enqueued and pushed on the caller's thread; everything else runs on the loop.
+// is enqueued and pushed on the caller's thread; a finished batch is recorded, and its
+// lease freed, on the gRPC thread that delivers the reply; dependency resolution, lease
+// replies, failures and timers run on the loop.
 #pragma once
 
 #include <chrono>

@@ -26,7 +26,7 @@ class ClientPool {
   }
 
   // Cancels every client's calls in flight and waits for their callbacks.
-  void CancelAllAndWait(std::chrono::milliseconds timeout) {
+  void Drain(std::chrono::milliseconds timeout) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [address, client] : clients_) client->CancelAll();
     for (auto& [address, client] : clients_) client->WaitIdle(timeout);
