@@ -35,13 +35,18 @@ absl::StatusOr<std::unique_ptr<GcsHandler>> GcsHandler::Create(std::unique_ptr<T
 absl::Status GcsHandler::Load() {
   auto nodes = store_->Scan(kNodeTable, "");
   if (!nodes.ok()) return nodes.status();
-  auto now = std::chrono::steady_clock::now();
   for (const auto& [key, value] : *nodes) {
     rpc::NodeInfo node;
     if (!node.ParseFromString(value)) return absl::DataLossError("corrupt node record in GCS storage");
-    NodeID id = NodeID::FromBinary(node.node_id());
-    if (node.state() == rpc::NodeInfo::ALIVE) last_heartbeat_[id] = now;
-    nodes_[id] = std::move(node);
+    nodes_[NodeID::FromBinary(node.node_id())] = std::move(node);
+  }
+  auto cluster_id = store_->Get(kMetaTable, "cluster_id");
+  if (!cluster_id.ok()) return cluster_id.status();
+  if (cluster_id->has_value()) {
+    cluster_id_ = **cluster_id;
+  } else {
+    cluster_id_ = NodeID::FromRandom().Hex();
+    if (auto s = store_->Put(kMetaTable, "cluster_id", cluster_id_); !s.ok()) return s;
   }
   auto jobs = store_->Scan(kJobTable, "");
   if (!jobs.ok()) return jobs.status();
@@ -68,7 +73,8 @@ void GcsHandler::PublishNode(const rpc::NodeInfo& node) {
   publisher_.Publish(std::move(message));
 }
 
-void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply*, SendReply send) {
+void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply* reply,
+                                    SendReply send) {
   NodeID id = NodeID::FromBinary(req.node().node_id());
   if (id.IsNil()) return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node_id must be 16 bytes"));
   auto existing = nodes_.find(id);
@@ -80,10 +86,11 @@ void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::Re
   node.set_state(rpc::NodeInfo::ALIVE);
   if (node.start_time_ms() == 0) node.set_start_time_ms(NowMs());
   if (auto s = SaveNode(node); !s.ok()) return send(Internal(s));
-  last_heartbeat_[id] = std::chrono::steady_clock::now();
   if (existing == nodes_.end()) spdlog::info("node {} registered at {}:{}", id.Hex(), node.ip(), node.raylet_port());
   nodes_[id] = node;
   PublishNode(node);
+  SeedGossip(node);
+  reply->set_cluster_id(cluster_id_);
   send(grpc::Status::OK);
 }
 
@@ -94,9 +101,82 @@ void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
   node.mutable_resources_available()->clear();
   node.clear_pending_demand();
   if (auto s = SaveNode(node); !s.ok()) spdlog::error("cannot persist death of node: {}", s.ToString());
-  last_heartbeat_.erase(NodeID::FromBinary(node.node_id()));
   spdlog::warn("node {} is dead: {}", NodeID::FromBinary(node.node_id()).Hex(), reason);
   PublishNode(node);
+  if (gossip_) gossip_->DeclareDead(node.node_id());
+}
+
+void GcsHandler::StartGossip(const std::string& self_address, gossip::GossipTransport* transport) {
+  gossip::GossipOptions options = options_.gossip;
+  options.cluster_id = cluster_id_;
+  auto clock = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  gossip_ = std::make_unique<gossip::GossipNode>("", self_address, "", options, &directory_, transport, clock);
+  gossip_->on_change = [this](uint32_t index) { SyncNodeFromGossip(index); };
+  for (const auto& [id, node] : nodes_) {
+    if (node.state() == rpc::NodeInfo::ALIVE) SeedGossip(node);
+  }
+  loop_->RunEvery(std::chrono::milliseconds(10), [this] {
+    gossip_->Tick();
+    return true;
+  });
+}
+
+gossip::GossipNode::Received GcsHandler::DeliverGossip(const std::string& bytes) {
+  return gossip_ ? gossip_->ReceiveBytes(bytes) : gossip::GossipNode::Received::kIgnored;
+}
+
+void GcsHandler::SeedGossip(const rpc::NodeInfo& node) {
+  if (!gossip_) return;
+  auto payload = std::make_shared<rpc::GossipNodeState>();
+  payload->set_address(node.ip() + ":" + std::to_string(node.raylet_port()));
+  *payload->mutable_resources_total() = node.resources_total();
+  *payload->mutable_resources_available() = node.resources_available();
+  *payload->mutable_labels() = node.labels();
+  // The lowest key: the node's own entry replaces it at the first exchange.
+  gossip_->Seed(node.node_id(), gossip::PackKey(0, gossip::MemberState::kAlive, 0), std::move(payload));
+}
+
+void GcsHandler::SyncNodeFromGossip(uint32_t index) {
+  const gossip::MemberSlot* slot = gossip_->view().Get(index);
+  const std::string& binary = gossip_->directory().id(index);
+  NodeID id = NodeID::FromBinary(binary);
+  if (!slot || id.IsNil()) return;
+  gossip::MemberState state = gossip::KeyState(slot->key);
+  auto it = nodes_.find(id);
+  if (state == gossip::MemberState::kDead) {
+    if (it != nodes_.end() && it->second.state() == rpc::NodeInfo::ALIVE) {
+      MarkNodeDead(it->second, "stopped answering probes and did not refute the suspicion within " +
+                                   std::to_string(options_.gossip.suspicion_timeout.count()) + " ms");
+    }
+    return;
+  }
+  const rpc::GossipNodeState& payload = *slot->payload;
+  if (it == nodes_.end()) {
+    // A live node this GCS has no record of: its tables were lost. Take the node back.
+    rpc::NodeInfo node;
+    node.set_node_id(binary);
+    auto colon = payload.address().rfind(':');
+    if (colon == std::string::npos) return;
+    node.set_ip(payload.address().substr(0, colon));
+    node.set_raylet_port(std::atoi(payload.address().c_str() + colon + 1));
+    *node.mutable_resources_total() = payload.resources_total();
+    *node.mutable_labels() = payload.labels();
+    node.set_start_time_ms(NowMs());
+    if (auto s = SaveNode(node); !s.ok()) spdlog::error("cannot persist node learned by gossip: {}", s.ToString());
+    spdlog::info("node {} at {} learned by gossip", id.Hex(), payload.address());
+    it = nodes_.emplace(id, std::move(node)).first;
+    PublishNode(it->second);
+  } else if (it->second.state() == rpc::NodeInfo::DEAD) {
+    gossip_->DeclareDead(binary);  // dead stays dead
+    return;
+  }
+  rpc::NodeInfo& node = it->second;
+  *node.mutable_resources_available() = payload.resources_available();
+  *node.mutable_pending_demand() = payload.pending_demand();
+  node.set_object_store_used_bytes(payload.object_store_used_bytes());
 }
 
 void GcsHandler::HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc::UnregisterNodeReply*,
@@ -109,36 +189,9 @@ void GcsHandler::HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc
   send(grpc::Status::OK);
 }
 
-void GcsHandler::HandleReportHeartbeat(const rpc::ReportHeartbeatRequest& req, rpc::ReportHeartbeatReply* reply,
-                                       SendReply send) {
-  NodeID id = NodeID::FromBinary(req.node_id());
-  auto it = nodes_.find(id);
-  if (it == nodes_.end() || it->second.state() != rpc::NodeInfo::ALIVE) {
-    reply->set_node_unknown(true);
-    return send(grpc::Status::OK);
-  }
-  last_heartbeat_[id] = std::chrono::steady_clock::now();
-  rpc::NodeInfo& node = it->second;
-  *node.mutable_resources_available() = req.resources_available();
-  *node.mutable_pending_demand() = req.pending_demand();
-  node.set_object_store_used_bytes(req.object_store_used_bytes());
-  send(grpc::Status::OK);
-}
-
 void GcsHandler::HandleGetAllNodes(const rpc::GetAllNodesRequest&, rpc::GetAllNodesReply* reply, SendReply send) {
   for (const auto& [id, node] : nodes_) *reply->add_nodes() = node;
   send(grpc::Status::OK);
-}
-
-void GcsHandler::CheckNodeHealth() {
-  auto now = std::chrono::steady_clock::now();
-  for (auto& [id, node] : nodes_) {
-    if (node.state() != rpc::NodeInfo::ALIVE) continue;
-    auto it = last_heartbeat_.find(id);
-    if (it == last_heartbeat_.end() || now - it->second > options_.node_timeout) {
-      MarkNodeDead(node, "no heartbeat for " + std::to_string(options_.node_timeout.count()) + " ms");
-    }
-  }
 }
 
 void GcsHandler::HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* reply, SendReply send) {

@@ -2,9 +2,12 @@
 //
 // Every table is written through to a TableStore before the reply is sent, and loaded
 // from it at start, so a GCS restarted on the same storage has every node, job and
-// key. Nodes report heartbeats; a node silent for `node_timeout` is declared dead,
-// recorded and published. Only the GCS declares nodes dead, and a dead node ID never
-// becomes alive again (a restarted raylet registers as a new node).
+// key. The GCS is a gossip member and the authority among them (src/gossip/): nodes'
+// available resources and demand reach the node table by gossip, and a node the
+// members suspect (it stopped answering probes) and that does not refute within the
+// suspicion timeout is declared dead, recorded and published. Only the GCS declares
+// nodes dead, and a dead node ID never becomes alive again (a restarted raylet
+// registers as a new node).
 //
 // Handlers follow `HandleX(request, reply, send_reply)` and run on the GCS event loop;
 // the class is not thread-safe and needs no locks.
@@ -21,15 +24,14 @@
 #include "common/rpc.h"
 #include "gcs/publisher.h"
 #include "gcs/table_store.h"
+#include "gossip/gossip_node.h"
 #include "gcs_service.pb.h"
 
 namespace orb::gcs {
 
 struct GcsOptions {
-  // A node that sends no heartbeat for this long is declared dead.
-  std::chrono::milliseconds node_timeout{10000};
-  // How often the GCS checks heartbeats.
-  std::chrono::milliseconds health_check_period{500};
+  // Probes and suspicion; the cluster ID is the GCS's own (kept in its storage).
+  gossip::GossipOptions gossip;
 };
 
 class GcsHandler {
@@ -42,7 +44,6 @@ class GcsHandler {
 
   void HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply* reply, SendReply send);
   void HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc::UnregisterNodeReply* reply, SendReply send);
-  void HandleReportHeartbeat(const rpc::ReportHeartbeatRequest& req, rpc::ReportHeartbeatReply* reply, SendReply send);
   void HandleGetAllNodes(const rpc::GetAllNodesRequest& req, rpc::GetAllNodesReply* reply, SendReply send);
   void HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* reply, SendReply send);
   void HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, rpc::MarkJobFinishedReply* reply, SendReply send);
@@ -54,8 +55,13 @@ class GcsHandler {
   void HandleKvKeys(const rpc::KvKeysRequest& req, rpc::KvKeysReply* reply, SendReply send);
   void HandlePoll(const rpc::PollRequest& req, rpc::PollReply* reply, SendReply send);
 
-  // Declares dead every node whose last heartbeat is older than the timeout.
-  void CheckNodeHealth();
+  // Joins the gossip as `self_address` (where members reach this GCS) and starts its
+  // timer on the loop. Nodes recorded alive are seeded into the view and probed.
+  void StartGossip(const std::string& self_address, gossip::GossipTransport* transport);
+  // Hands a received gossip message to the member; ignored before StartGossip.
+  gossip::GossipNode::Received DeliverGossip(const std::string& bytes);
+  const std::string& cluster_id() const { return cluster_id_; }
+  const gossip::GossipNode* gossip() const { return gossip_.get(); }
 
  private:
   GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options);
@@ -63,13 +69,18 @@ class GcsHandler {
   absl::Status SaveNode(const rpc::NodeInfo& node);
   void MarkNodeDead(rpc::NodeInfo& node, const std::string& reason);
   void PublishNode(const rpc::NodeInfo& node);
+  void SeedGossip(const rpc::NodeInfo& node);
+  // Brings the node table in line with the gossip entry at `index`.
+  void SyncNodeFromGossip(uint32_t index);
 
   std::unique_ptr<TableStore> store_;
   EventLoop* loop_;
   GcsOptions options_;
   Publisher publisher_;
   std::unordered_map<NodeID, rpc::NodeInfo> nodes_;
-  std::unordered_map<NodeID, std::chrono::steady_clock::time_point> last_heartbeat_;
+  std::string cluster_id_;
+  gossip::NodeDirectory directory_;
+  std::unique_ptr<gossip::GossipNode> gossip_;
   std::unordered_map<JobID, rpc::JobInfo> jobs_;
   uint32_t next_job_id_ = 1;
 };

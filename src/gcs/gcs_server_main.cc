@@ -1,6 +1,7 @@
 // gcs_server: the global control store of one orb cluster.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <future>
 #include <iostream>
 
 #include "common/logging.h"
@@ -8,6 +9,8 @@
 #include "common/rpc.h"
 #include "common/session.h"
 #include "gcs/gcs_handler.h"
+#include "gossip/gossip_flags.h"
+#include "gossip/grpc_transport.h"
 #include "gcs_service.grpc.pb.h"
 
 namespace orb::gcs {
@@ -17,7 +20,6 @@ class GcsGrpcService : public rpc::GcsService::CallbackService {
   GcsGrpcService(GcsHandler* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
   ORB_SERVICE_METHOD(RegisterNode)
   ORB_SERVICE_METHOD(UnregisterNode)
-  ORB_SERVICE_METHOD(ReportHeartbeat)
   ORB_SERVICE_METHOD(GetAllNodes)
   ORB_SERVICE_METHOD(AddJob)
   ORB_SERVICE_METHOD(MarkJobFinished)
@@ -42,14 +44,15 @@ int Main(int argc, char** argv) {
   std::string storage_dir;
   std::string token_file;
   std::string log_file;
-  int node_timeout_ms = 10000;
+  std::string node_ip;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to bind (default loopback only)");
   app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
   app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
   app.add_option("--log-file", log_file, "log here instead of stderr");
-  app.add_option("--node-timeout-ms", node_timeout_ms, "declare a node dead after this long without a heartbeat")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--node-ip-address", node_ip, "address raylets reach this GCS at (default: --bind)");
+  gossip::GossipFlagValues gossip_flags;
+  gossip::AddGossipFlags(app, &gossip_flags);
   CLI11_PARSE(app, argc, argv);
   InitLogging("gcs_server", log_file);
 
@@ -76,23 +79,29 @@ int Main(int argc, char** argv) {
   }
   EventLoop loop;
   GcsOptions options;
-  options.node_timeout = std::chrono::milliseconds(node_timeout_ms);
+  options.gossip = gossip::ToGossipOptions(gossip_flags);
   auto handler = GcsHandler::Create(std::move(store), &loop, options);
   if (!handler.ok()) {
     std::cerr << "gcs_server: " << handler.status().message() << "\n";
     return 2;
   }
   GcsGrpcService service(handler->get(), ServiceContext{&loop, token});
-  auto server = StartServer(bind, port, {&service});
+  gossip::GossipGrpcService gossip_service(
+      [h = handler->get()](const std::string& bytes) { return h->DeliverGossip(bytes); }, ServiceContext{&loop, token});
+  auto server = StartServer(bind, port, {&service, &gossip_service});
   if (!server.ok()) {
     std::cerr << "gcs_server: " << server.status().message() << "\n";
     return 2;
   }
-  loop.RunEvery(options.health_check_period, [h = handler->get()] {
-    h->CheckNodeHealth();
-    return true;
+  gossip::GrpcGossipTransport gossip_transport(token, options.gossip.probe_timeout);
+  if (node_ip.empty()) node_ip = bind;
+  std::promise<void> joined;
+  loop.Post([&] {
+    (*handler)->StartGossip(node_ip + ":" + std::to_string(server->port), &gossip_transport);
+    joined.set_value();
   });
   loop.Start();
+  joined.get_future().wait();
   // The port line is how a parent learns a port picked with --port 0.
   std::cout << "gcs_server listening on " << bind << ":" << server->port << std::endl;
   spdlog::info("gcs_server listening on {}:{} (storage: {})", bind, server->port,

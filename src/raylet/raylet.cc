@@ -6,6 +6,9 @@
 
 #include <thread>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "raylet_service.grpc.pb.h"
 
 namespace orb {
@@ -65,7 +68,12 @@ Raylet::~Raylet() { Stop(); }
 
 absl::Status Raylet::Start() {
   service_ = std::make_unique<RayletGrpcService>(this, ServiceContext{&loop_, options_.token});
-  auto server = StartServer(options_.bind, options_.port, {service_.get()});
+  gossip_service_ = std::make_unique<gossip::GossipGrpcService>(
+      [this](const std::string& bytes) {
+        return gossip_ ? gossip_->ReceiveBytes(bytes) : gossip::GossipNode::Received::kIgnored;
+      },
+      ServiceContext{&loop_, options_.token});
+  auto server = StartServer(options_.bind, options_.port, {service_.get(), gossip_service_.get()});
   if (!server.ok()) return server.status();
   server_ = std::move(server->server);
   port_ = server->port;
@@ -103,11 +111,9 @@ absl::Status Raylet::Start() {
   puller.token = options_.token;
   object_puller_ = std::make_unique<ObjectPuller>(&object_store_, arena_.get(), &loop_, puller);
 
-  if (auto s = RegisterWithGcs(); !s.ok()) return s;
-  loop_.RunEvery(options_.heartbeat_period, [this] {
-    SendHeartbeat();
-    return !stopping_;
-  });
+  auto cluster_id = RegisterWithGcs();
+  if (!cluster_id.ok()) return cluster_id.status();
+  StartGossip(*cluster_id);
   loop_.RunEvery(std::chrono::milliseconds(50), [this] {
     worker_pool_->ReapDead();
     return !stopping_;
@@ -157,7 +163,7 @@ rpc::NodeInfo Raylet::DescribeNode() const {
   return node;
 }
 
-absl::Status Raylet::RegisterWithGcs() {
+absl::StatusOr<std::string> Raylet::RegisterWithGcs() {
   rpc::RegisterNodeRequest request;
   *request.mutable_node() = DescribeNode();
   CallOptions options;
@@ -168,54 +174,100 @@ absl::Status Raylet::RegisterWithGcs() {
     return absl::UnavailableError("cannot register with the GCS at " + options_.gcs_address + ": " +
                                   std::string(reply.status().message()));
   }
-  return absl::OkStatus();
+  return reply->cluster_id();
 }
 
-void Raylet::SendHeartbeat() {
-  RefreshClusterView();
-  rpc::ReportHeartbeatRequest request;
-  request.set_node_id(node_id_.Binary());
-  for (const auto& [k, v] : lease_granter_->available().ToMap()) (*request.mutable_resources_available())[k] = v;
-  for (auto& d : lease_granter_->PendingDemand()) *request.add_pending_demand() = std::move(d);
-  request.set_object_store_used_bytes(object_store_.used());
-  CallOptions options;
-  options.timeout = options_.heartbeat_period * 2;
-  gcs_->Call<rpc::ReportHeartbeatReply>(
-      ORB_RPC(ReportHeartbeat), request, [this](const absl::Status& status, rpc::ReportHeartbeatReply&& reply) {
-        if (status.ok() && reply.node_unknown()) {
-          // A GCS that lost its tables (in-memory storage) does not know us: join again.
-          loop_.Post([this] {
-            rpc::RegisterNodeRequest again;
-            *again.mutable_node() = DescribeNode();
-            gcs_->Call<rpc::RegisterNodeReply>(ORB_RPC(RegisterNode), again,
-                                               [](const absl::Status& s, rpc::RegisterNodeReply&&) {
-                                                 if (s.code() == absl::StatusCode::kFailedPrecondition) {
-                                                   spdlog::critical("GCS declared this node dead: {}", s.ToString());
-                                                   ::kill(::getpid(), SIGTERM);
-                                                 }
-                                               });
-          });
-        }
-      },
-      options);
+void Raylet::StartGossip(const std::string& cluster_id) {
+  gossip::GossipOptions options = options_.gossip;
+  options.cluster_id = cluster_id;
+  gossip_transport_ = std::make_unique<gossip::GrpcGossipTransport>(
+      options_.token, options.probe_timeout, [this](const std::string& address) {
+        if (address == options_.gcs_address) loop_.Post([this] { Rejoin(); });
+      });
+  auto clock = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  gossip_ = std::make_unique<gossip::GossipNode>(node_id_.Binary(), options_.node_ip + ":" + std::to_string(port_),
+                                                 options_.gcs_address, options, &directory_, gossip_transport_.get(),
+                                                 clock);
+  gossip_->on_change = [this](uint32_t) { view_dirty_ = true; };
+  gossip_->on_self_dead = [] {
+    spdlog::critical("the GCS declared this node dead (it missed probes); exiting so that it can rejoin as a new node");
+    ::kill(::getpid(), SIGTERM);
+  };
+  PublishLocalState();
+  loop_.RunEvery(std::chrono::milliseconds(10), [this] {
+    gossip_->Tick();
+    if (view_dirty_) UpdateClusterView();
+    return !stopping_;
+  });
+  loop_.RunEvery(options.round_interval, [this] {
+    PublishLocalState();
+    return !stopping_;
+  });
+  loop_.RunEvery(std::chrono::seconds(60), [this] {
+    gossip_transport_->DropIdleChannels(std::chrono::seconds(60));
+    return !stopping_;
+  });
 }
 
-void Raylet::RefreshClusterView() {
-  gcs_->Call<rpc::GetAllNodesReply>(
-      ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest(), [this](const absl::Status& status, rpc::GetAllNodesReply&& reply) {
-        if (!status.ok()) return;
-        std::vector<NodeView> nodes;
-        for (const auto& n : reply.nodes()) {
-          NodeView v;
-          v.id = NodeID::FromBinary(n.node_id());
-          v.address = n.ip() + ":" + std::to_string(n.raylet_port());
-          v.total = ResourceSet::FromAnyMap(n.resources_total());
-          v.available = ResourceSet::FromAnyMap(n.resources_available());
-          v.labels.insert(n.labels().begin(), n.labels().end());
-          v.alive = n.state() == rpc::NodeInfo::ALIVE;
-          nodes.push_back(std::move(v));
+void Raylet::PublishLocalState() {
+  rpc::GossipNodeState state;
+  state.set_address(options_.node_ip + ":" + std::to_string(port_));
+  for (const auto& [k, v] : options_.resources.ToMap()) (*state.mutable_resources_total())[k] = v;
+  for (const auto& [k, v] : lease_granter_->available().ToMap()) (*state.mutable_resources_available())[k] = v;
+  for (const auto& [k, v] : options_.labels) (*state.mutable_labels())[k] = v;
+  for (auto& d : lease_granter_->PendingDemand()) *state.add_pending_demand() = std::move(d);
+  state.set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  state.SerializeToCodedStream(&coded);
+  coded.Trim();
+  if (bytes == last_published_) return;
+  last_published_ = std::move(bytes);
+  gossip_->SetLocalState(std::move(state));
+}
+
+void Raylet::UpdateClusterView() {
+  view_dirty_ = false;
+  std::vector<NodeView> nodes;
+  const gossip::MemberView& view = gossip_->view();
+  nodes.reserve(view.known());
+  for (uint32_t index = 0; index < view.capacity(); ++index) {
+    const gossip::MemberSlot* slot = view.Get(index);
+    if (!slot) continue;
+    NodeView v;
+    v.id = NodeID::FromBinary(gossip_->directory().id(index));
+    v.address = slot->payload->address();
+    v.total = ResourceSet::FromAnyMap(slot->payload->resources_total());
+    v.available = ResourceSet::FromAnyMap(slot->payload->resources_available());
+    v.labels.insert(slot->payload->labels().begin(), slot->payload->labels().end());
+    // A suspected node takes no new work until it refutes the suspicion.
+    v.alive = gossip::KeyState(slot->key) == gossip::MemberState::kAlive;
+    nodes.push_back(std::move(v));
+  }
+  lease_granter_->UpdateClusterView(std::move(nodes));
+}
+
+void Raylet::Rejoin() {
+  auto now = std::chrono::steady_clock::now();
+  if (stopping_ || now - last_rejoin_ < std::chrono::seconds(1)) return;
+  last_rejoin_ = now;
+  rpc::RegisterNodeRequest again;
+  *again.mutable_node() = DescribeNode();
+  gcs_->Call<rpc::RegisterNodeReply>(
+      ORB_RPC(RegisterNode), again, [this](const absl::Status& s, rpc::RegisterNodeReply&& reply) {
+        if (s.code() == absl::StatusCode::kFailedPrecondition) {
+          spdlog::critical("GCS declared this node dead: {}", s.ToString());
+          ::kill(::getpid(), SIGTERM);
+          return;
         }
-        loop_.Post([this, nodes = std::move(nodes)]() mutable { lease_granter_->UpdateClusterView(std::move(nodes)); });
+        if (!s.ok()) return;
+        spdlog::warn("the GCS started a new cluster {}; this node rejoined it", reply.cluster_id());
+        loop_.Post([this, id = reply.cluster_id()] { gossip_->set_cluster_id(id); });
       });
 }
 
@@ -346,6 +398,14 @@ void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeSta
   reply->set_object_store_bytes(static_cast<int64_t>(object_store_.capacity()));
   reply->set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
   reply->set_num_objects(static_cast<int64_t>(object_store_.num_objects()));
+  const gossip::GossipStats& g = gossip_->stats();
+  auto& metrics = *reply->mutable_metrics();
+  metrics["gossip_received"] = static_cast<int64_t>(g.received);
+  metrics["gossip_dropped_corrupt"] = static_cast<int64_t>(g.dropped_corrupt);
+  metrics["gossip_dropped_wrong_cluster"] = static_cast<int64_t>(g.dropped_wrong_cluster);
+  metrics["gossip_dropped_malformed"] = static_cast<int64_t>(g.dropped_malformed);
+  metrics["gossip_suspicions"] = static_cast<int64_t>(g.suspicions);
+  metrics["gossip_refutations"] = static_cast<int64_t>(g.refutations);
   send(grpc::Status::OK);
 }
 

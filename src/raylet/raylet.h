@@ -1,6 +1,7 @@
-// One node of an orb cluster: registers with the GCS, reports heartbeats, and serves
-// worker registration, worker leases and the shared-memory object store to local
-// drivers and workers.
+// One node of an orb cluster: registers with the GCS, gossips its state with the other
+// members (src/gossip/), and serves worker registration, worker leases and the
+// shared-memory object store to local drivers and workers. The scheduler's view of the
+// other nodes is this node's gossip view.
 //
 // Construction wires the parts in dependency order (object store, worker pool, lease
 // granter); Start() registers with the GCS and begins serving. All state lives on one
@@ -17,6 +18,8 @@
 #include "common/resources.h"
 #include "common/rpc.h"
 #include "gcs_service.grpc.pb.h"
+#include "gossip/gossip_node.h"
+#include "gossip/grpc_transport.h"
 #include "raylet/lease_granter.h"
 #include "raylet/object_manager/object_puller.h"
 #include "raylet/object_store/local_object_store.h"
@@ -39,8 +42,8 @@ struct RayletOptions {
   std::string default_worker_path;
   std::chrono::milliseconds idle_worker_timeout{60000};
   std::chrono::milliseconds infeasible_grace{3000};
-  // How often the node reports to the GCS and refreshes its view of the other nodes.
-  std::chrono::milliseconds heartbeat_period{250};
+  // Rounds, fan-out, probes; the cluster ID comes from the GCS at registration.
+  gossip::GossipOptions gossip;
 };
 
 class Raylet {
@@ -73,10 +76,15 @@ class Raylet {
  private:
   Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena);
   rpc::NodeInfo DescribeNode() const;
-  absl::Status RegisterWithGcs();
-  void SendHeartbeat();
-  // Fetches every node's state from the GCS for the scheduler's cluster view.
-  void RefreshClusterView();
+  // Registers; returns the cluster ID.
+  absl::StatusOr<std::string> RegisterWithGcs();
+  void StartGossip(const std::string& cluster_id);
+  // Gossips this node's available resources and demand when they changed.
+  void PublishLocalState();
+  // Rebuilds the scheduler's cluster view from the gossip view.
+  void UpdateClusterView();
+  // Registers again after the GCS rejected our gossip as another cluster's.
+  void Rejoin();
   void OnWorkerDeath(const WorkerProcess& worker);
 
   RayletOptions options_;
@@ -88,6 +96,13 @@ class Raylet {
   std::unique_ptr<LeaseGranter> lease_granter_;
   std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
+  gossip::NodeDirectory directory_;
+  std::unique_ptr<gossip::GrpcGossipTransport> gossip_transport_;
+  std::unique_ptr<gossip::GossipNode> gossip_;
+  std::unique_ptr<gossip::GossipGrpcService> gossip_service_;
+  std::string last_published_;
+  bool view_dirty_ = false;
+  std::chrono::steady_clock::time_point last_rejoin_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/process.h"
 #include "common/session.h"
+#include "gossip/gossip_flags.h"
 #include "raylet/raylet.h"
 
 namespace orb {
@@ -64,6 +65,8 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--infeasible-grace-ms", infeasible_ms, "answer INFEASIBLE after this long")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-file", log_file, "log here instead of stderr");
+  gossip::GossipFlagValues gossip_flags;
+  gossip::AddGossipFlags(app, &gossip_flags);
   CLI11_PARSE(app, argc, argv);
   InitLogging("raylet", log_file);
 
@@ -89,6 +92,7 @@ int RayletMain(int argc, char** argv) {
   options.object_store_bytes = static_cast<uint64_t>(object_store_memory);
   options.idle_worker_timeout = std::chrono::milliseconds(idle_ms);
   options.infeasible_grace = std::chrono::milliseconds(infeasible_ms);
+  options.gossip = gossip::ToGossipOptions(gossip_flags);
   if (!token_file.empty()) {
     auto token = ReadFileToString(token_file);
     if (!token.ok()) return fail(std::string(token.status().message()));

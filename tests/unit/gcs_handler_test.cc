@@ -1,6 +1,7 @@
 // The GCS's tables through its handler interface, without a network.
 #include <catch2/catch.hpp>
 #include <future>
+#include <mutex>
 
 #include "common/event_loop.h"
 #include "gcs/gcs_handler.h"
@@ -70,17 +71,36 @@ TEST_CASE("the KV store keeps namespaces apart, lists by prefix and deletes by p
   loop.Stop();
 }
 
-TEST_CASE("a silent node is declared dead, published, and can never come back", "[gcs]") {
+// A transport into the void: the node never answers, as if killed.
+class BlackHole : public gossip::GossipTransport {
+ public:
+  void Send(const std::string& address, const rpc::GossipMessage& m) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (m.has_ping()) pinged.push_back(address);
+  }
+  std::mutex mu;
+  std::vector<std::string> pinged;
+};
+
+TEST_CASE("a node that stops answering probes is declared dead, published, and can never come back", "[gcs]") {
   EventLoop loop;
   loop.Start();
   GcsOptions options;
-  options.node_timeout = std::chrono::milliseconds(0);
+  options.gossip.probe_interval = std::chrono::milliseconds(20);
+  options.gossip.probe_timeout = std::chrono::milliseconds(10);
+  options.gossip.suspicion_timeout = std::chrono::milliseconds(100);
   auto h = GcsHandler::Create(NewInMemoryTableStore(), &loop, options);
   REQUIRE(h.ok());
+  BlackHole network;
+  loop.Post([&] { (*h)->StartGossip("127.0.0.1:1", &network); });
   NodeID id = NodeID::FromRandom();
   rpc::RegisterNodeRequest reg;
   *reg.mutable_node() = Node(id);
-  REQUIRE(Call<rpc::RegisterNodeRequest, rpc::RegisterNodeReply>(loop, **h, &GcsHandler::HandleRegisterNode, reg).first.ok());
+  reg.mutable_node()->set_raylet_port(4321);
+  auto registered = Call<rpc::RegisterNodeRequest, rpc::RegisterNodeReply>(loop, **h, &GcsHandler::HandleRegisterNode, reg);
+  REQUIRE(registered.first.ok());
+  CHECK(registered.second.cluster_id() == (*h)->cluster_id());
+  CHECK_FALSE((*h)->cluster_id().empty());
 
   // A subscriber parked on the node channel hears about the death.
   rpc::PollRequest poll;
@@ -90,17 +110,18 @@ TEST_CASE("a silent node is declared dead, published, and can never come back", 
   std::promise<rpc::PollReply> heard;
   auto reply = std::make_shared<rpc::PollReply>();
   loop.Post([&, reply] { (*h)->HandlePoll(poll, reply.get(), [&heard, reply](grpc::Status) { heard.set_value(*reply); }); });
-  loop.Post([&] { (*h)->CheckNodeHealth(); });
   auto message = heard.get_future().get();
   REQUIRE(message.messages_size() == 1);
   CHECK(message.messages(0).node().state() == rpc::NodeInfo::DEAD);
+  CHECK_THAT(message.messages(0).node().death_reason(), Catch::Contains("probes"));
+  {
+    std::lock_guard<std::mutex> lock(network.mu);
+    REQUIRE_FALSE(network.pinged.empty());
+    CHECK(network.pinged.front() == "127.0.0.1:4321");
+  }
 
   auto again = Call<rpc::RegisterNodeRequest, rpc::RegisterNodeReply>(loop, **h, &GcsHandler::HandleRegisterNode, reg);
   CHECK(again.first.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  rpc::ReportHeartbeatRequest beat;
-  beat.set_node_id(id.Binary());
-  CHECK(Call<rpc::ReportHeartbeatRequest, rpc::ReportHeartbeatReply>(loop, **h, &GcsHandler::HandleReportHeartbeat, beat)
-            .second.node_unknown());
   loop.Stop();
 }
 
