@@ -51,7 +51,7 @@ int Start(const StartOptions& o) {
     std::string storage = o.storage_dir.empty() ? session + "/storage" : o.storage_dir;
     std::vector<std::string> argv = {gcs_bin, "--port", std::to_string(o.port), "--token-file", token_file,
                                      "--storage-dir", storage, "--log-file", session + "/logs/gcs_server.log"};
-    if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
+    if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0", "--node-ip-address", o.node_ip});
     auto gcs = StartDaemon(argv, session + "/logs/gcs_server.out", /*die_with_parent=*/false, std::chrono::seconds(30));
     if (!gcs.ok()) return Fail(std::string(gcs.status().message()));
     gcs_address = o.node_ip + ":" + gcs->address.substr(gcs->address.rfind(':') + 1);
@@ -82,7 +82,7 @@ int Start(const StartOptions& o) {
   if (o.head) {
     std::cout << "orb head node started.\n"
               << "  GCS address:  " << gcs_address << "\n"
-              << "  raylet:       " << raylet->address << "\n"
+              << "  raylet:       " << raylet->address << " (pid " << raylet->pid << ")\n"
               << "  session:      " << session << "\n\n"
               << "Connect a program:   ./app --orb-address=" << gcs_address << "   (or ORB_ADDRESS=" << gcs_address
               << ")\n"
@@ -90,7 +90,8 @@ int Start(const StartOptions& o) {
               << "Show the cluster:    orb status\n"
               << "Stop everything:     orb stop\n";
   } else {
-    std::cout << "orb node started: raylet " << raylet->address << " joined the cluster at " << gcs_address << "\n";
+    std::cout << "orb node started: raylet " << raylet->address << " (pid " << raylet->pid << ") joined the cluster at "
+              << gcs_address << "\n";
   }
   return 0;
 }

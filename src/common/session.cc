@@ -1,6 +1,9 @@
 #include "common/session.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,6 +116,32 @@ absl::Status ParseAddress(const std::string& address, std::string* host, int* po
   *host = address.substr(0, colon);
   *port = static_cast<int>(p);
   return absl::OkStatus();
+}
+
+std::string NodeIpFor(const std::string& gcs_address) {
+  if (const char* ip = std::getenv("ORB_NODE_IP"); ip && *ip) return ip;
+  std::string host;
+  int port = 0;
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  if (!ParseAddress(gcs_address, &host, &port).ok() || ::inet_pton(AF_INET, host.c_str(), &remote.sin_addr) != 1) {
+    return "127.0.0.1";
+  }
+  remote.sin_port = htons(static_cast<uint16_t>(port));
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return "127.0.0.1";
+  std::string ip = "127.0.0.1";
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  char text[INET_ADDRSTRLEN] = {0};
+  // Connecting a UDP socket only picks the route and source address.
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof(remote)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+      ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)) != nullptr) {
+    ip = text;
+  }
+  ::close(fd);
+  return ip;
 }
 
 }  // namespace orb

@@ -32,4 +32,9 @@ std::string FindLocalClusterAddress();
 // Splits "host:port"; InvalidArgument names the malformed address.
 absl::Status ParseAddress(const std::string& address, std::string* host, int* port);
 
+// The address of this machine that reaches `gcs_address` (the source address the
+// kernel would route from; nothing is sent): what a driver advertises to the cluster.
+// $ORB_NODE_IP overrides it; 127.0.0.1 when the route cannot be found.
+std::string NodeIpFor(const std::string& gcs_address);
+
 }  // namespace orb

@@ -67,6 +67,7 @@ void ApplyFlags(Config* config, int argc, char** argv) {
   options.token = Env("ORB_TOKEN");
   options.job_id = JobID::FromHex(Env("ORB_JOB_ID"));
   options.worker_id = WorkerID::FromHex(Env("ORB_WORKER_ID"));
+  if (!Env("ORB_NODE_IP").empty()) options.node_ip = Env("ORB_NODE_IP");
   if (auto s = LoadCodeSearchPath(Env("ORB_CODE_SEARCH_PATH")); !s.ok()) {
     std::cerr << "orb worker: " << s.message() << std::endl;
   }
@@ -108,6 +109,7 @@ void Init(const Config& base, int argc, char** argv) {
     if (auto s = ParseAddress(config.address, &host, &port); !s.ok()) throw Error(std::string(s.message()));
     options.gcs_address = config.address;
     options.token = config.token.empty() ? FindTokenForAddress(config.address) : config.token;
+    options.node_ip = NodeIpFor(config.address);
   }
   for (const auto& p : config.code_search_path) {
     options.code_search_path.push_back(std::filesystem::absolute(p).string());

@@ -19,8 +19,9 @@ inline void AddGossipFlags(CLI::App& app, GossipFlagValues* v) {
         static_cast<int>(d.suspicion_timeout.count())};
   app.add_option("--gossip-round-ms", v->round_ms, "gossip round interval")->check(CLI::Range(1, 60000));
   app.add_option("--gossip-fanout", v->fanout, "random peers per gossip round")->check(CLI::Range(0, 64));
-  app.add_option("--gossip-gcs-every", v->gcs_every, "exchange with the GCS every this many rounds")
-      ->check(CLI::Range(1, 1000));
+  app.add_option("--gossip-gcs-every", v->gcs_every,
+                 "exchange with the GCS every this many rounds (0: about 100 members per round reach the GCS)")
+      ->check(CLI::Range(0, 1000));
   app.add_option("--probe-interval-ms", v->probe_interval_ms, "failure-detector probe interval")
       ->check(CLI::Range(1, 600000));
   app.add_option("--probe-timeout-ms", v->probe_timeout_ms, "wait this long for a direct probe's ack")

@@ -136,7 +136,13 @@ void GossipNode::StartRound() {
     if (!peer || !chosen.insert(*peer).second) continue;
     Send(*AddressOf(*peer), m);
   }
-  if (!seed_address_.empty() && rounds_ % std::max(1, options_.seed_every_rounds) == 0) Send(seed_address_, m);
+  if (!seed_address_.empty() && rounds_ % static_cast<uint64_t>(SeedEveryRounds()) == 0) Send(seed_address_, m);
+}
+
+int GossipNode::SeedEveryRounds() const {
+  if (options_.seed_every_rounds > 0) return options_.seed_every_rounds;
+  size_t per_round = static_cast<size_t>(std::max(1, options_.gcs_peers_per_round));
+  return static_cast<int>(std::max<size_t>(1, (view_.known() + per_round - 1) / per_round));
 }
 
 void GossipNode::StartProbe() {

@@ -3,7 +3,8 @@
 // authority, the only member that declares a node dead.
 //
 // Anti-entropy. Every round (`round_interval`, 100 ms by default) the member sends the
-// root hash of its view to `fanout` random live members and to the GCS (the seed). A
+// root hash of its view to `fanout` random live members, and to the GCS (the seed)
+// every round or, in large clusters, every few rounds (`seed_every_rounds`). A
 // peer whose root differs answers with its bucket hashes; the initiator sends the
 // (node, key) pairs of the buckets that differ; the peer answers with the entries it has
 // newer and the IDs it wants; the initiator sends those. A change therefore spreads
@@ -42,7 +43,11 @@ struct GossipOptions {
   std::string cluster_id;  // messages from other clusters are dropped
   std::chrono::milliseconds round_interval{100};
   int fanout = 3;  // random peers per round, besides the GCS
-  int seed_every_rounds = 1;  // exchange with the GCS every this many rounds
+  // Exchange with the GCS every this many rounds; 0 (default) adapts to the cluster's
+  // size so that the GCS hears from about `gcs_peers_per_round` members per round:
+  // every round up to that many nodes, every 10 rounds at ten times as many.
+  int seed_every_rounds = 0;
+  int gcs_peers_per_round = 100;
   std::chrono::milliseconds probe_interval{500};
   std::chrono::milliseconds probe_timeout{200};
   int indirect_probes = 3;
@@ -123,6 +128,7 @@ class GossipNode {
   bool IsLiveMember(uint32_t index) const;
   const std::string* AddressOf(uint32_t index) const;
   std::optional<uint32_t> RandomLiveMember(uint32_t exclude);
+  int SeedEveryRounds() const;
 
   void StartRound();
   void FinishProbe();

@@ -81,6 +81,7 @@ absl::Status Raylet::Start() {
   WorkerPoolOptions pool;
   pool.node_id_hex = node_id_.Hex();
   pool.raylet_address = options_.node_ip + ":" + std::to_string(port_);
+  pool.node_ip = options_.node_ip;
   pool.gcs_address = options_.gcs_address;
   pool.session_dir = options_.session_dir;
   pool.token = options_.token;

@@ -29,6 +29,7 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
                  {"ORB_JOB_ID", job_id.Hex()},
                  {"ORB_NODE_ID", options_.node_id_hex},
                  {"ORB_RAYLET_ADDRESS", options_.raylet_address},
+                 {"ORB_NODE_IP", options_.node_ip},
                  {"ORB_GCS_ADDRESS", options_.gcs_address},
                  {"ORB_SESSION_DIR", options_.session_dir},
                  {"ORB_TOKEN", options_.token},

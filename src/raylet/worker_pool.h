@@ -26,6 +26,7 @@ namespace orb {
 struct WorkerPoolOptions {
   std::string node_id_hex;
   std::string raylet_address;
+  std::string node_ip;  // workers serve and advertise on it
   std::string gcs_address;
   std::string session_dir;
   std::string token;
