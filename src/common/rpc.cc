@@ -1,6 +1,10 @@
 #include "common/rpc.h"
 
+#include "common/metrics.h"
+
 namespace orb {
+
+void CountUnauthenticated() { IncrementCounter("rpc_rejected_unauthenticated"); }
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();

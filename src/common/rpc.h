@@ -41,12 +41,15 @@ struct ServiceContext {
 };
 
 bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token);
+// Counts a call refused for a missing or wrong token (metric rpc_rejected_unauthenticated).
+void CountUnauthenticated();
 
 template <class Req, class Reply, class Handler>
 grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx, const Req* req, Reply* reply,
                                    const ServiceContext& service, Handler handler) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   if (!IsAuthorized(ctx, service.token)) {
+    CountUnauthenticated();
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                  "missing or wrong cluster token (orb-token metadata)"));
     return reactor;

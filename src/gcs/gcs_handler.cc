@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/metrics.h"
+
 namespace orb::gcs {
 namespace {
 
@@ -191,6 +193,14 @@ void GcsHandler::HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc
 
 void GcsHandler::HandleGetAllNodes(const rpc::GetAllNodesRequest&, rpc::GetAllNodesReply* reply, SendReply send) {
   for (const auto& [id, node] : nodes_) *reply->add_nodes() = node;
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleGetMetrics(const rpc::GetMetricsRequest&, rpc::GetMetricsReply* reply, SendReply send) {
+  for (const auto& [name, value] : CounterSnapshot()) (*reply->mutable_metrics())[name] = value;
+  if (gossip_) {
+    for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
+  }
   send(grpc::Status::OK);
 }
 

@@ -45,6 +45,7 @@ class GcsHandler {
   void HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply* reply, SendReply send);
   void HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc::UnregisterNodeReply* reply, SendReply send);
   void HandleGetAllNodes(const rpc::GetAllNodesRequest& req, rpc::GetAllNodesReply* reply, SendReply send);
+  void HandleGetMetrics(const rpc::GetMetricsRequest& req, rpc::GetMetricsReply* reply, SendReply send);
   void HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* reply, SendReply send);
   void HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, rpc::MarkJobFinishedReply* reply, SendReply send);
   void HandleGetAllJobs(const rpc::GetAllJobsRequest& req, rpc::GetAllJobsReply* reply, SendReply send);

@@ -21,6 +21,7 @@ class GcsGrpcService : public rpc::GcsService::CallbackService {
   ORB_SERVICE_METHOD(RegisterNode)
   ORB_SERVICE_METHOD(UnregisterNode)
   ORB_SERVICE_METHOD(GetAllNodes)
+  ORB_SERVICE_METHOD(GetMetrics)
   ORB_SERVICE_METHOD(AddJob)
   ORB_SERVICE_METHOD(MarkJobFinished)
   ORB_SERVICE_METHOD(GetAllJobs)

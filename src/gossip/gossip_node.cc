@@ -11,6 +11,17 @@ constexpr size_t kMaxNodeIdBytes = 64;
 
 }  // namespace
 
+std::map<std::string, int64_t> GossipMetrics(const GossipStats& stats) {
+  auto n = [](uint64_t v) { return static_cast<int64_t>(v); };
+  return {{"gossip_received", n(stats.received)},
+          {"gossip_dropped_corrupt", n(stats.dropped_corrupt)},
+          {"gossip_dropped_wrong_cluster", n(stats.dropped_wrong_cluster)},
+          {"gossip_dropped_malformed", n(stats.dropped_malformed)},
+          {"gossip_suspicions", n(stats.suspicions)},
+          {"gossip_refutations", n(stats.refutations)},
+          {"gossip_declared_dead", n(stats.declared_dead)}};
+}
+
 GossipNode::GossipNode(std::string self_id, std::string self_address, std::string seed_address,
                        GossipOptions options, NodeDirectory* directory, GossipTransport* transport, GossipClock clock)
     : self_id_(std::move(self_id)),

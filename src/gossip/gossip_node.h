@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -73,6 +74,9 @@ struct GossipStats {
   uint64_t refutations = 0;            // times this member raised its incarnation
   uint64_t declared_dead = 0;          // authority only
 };
+
+// The stats as named counters (gossip_received, gossip_dropped_corrupt, ...).
+std::map<std::string, int64_t> GossipMetrics(const GossipStats& stats);
 
 class GossipNode {
  public:

@@ -9,6 +9,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "common/metrics.h"
 #include "raylet_service.grpc.pb.h"
 
 namespace orb {
@@ -399,14 +400,8 @@ void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeSta
   reply->set_object_store_bytes(static_cast<int64_t>(object_store_.capacity()));
   reply->set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
   reply->set_num_objects(static_cast<int64_t>(object_store_.num_objects()));
-  const gossip::GossipStats& g = gossip_->stats();
-  auto& metrics = *reply->mutable_metrics();
-  metrics["gossip_received"] = static_cast<int64_t>(g.received);
-  metrics["gossip_dropped_corrupt"] = static_cast<int64_t>(g.dropped_corrupt);
-  metrics["gossip_dropped_wrong_cluster"] = static_cast<int64_t>(g.dropped_wrong_cluster);
-  metrics["gossip_dropped_malformed"] = static_cast<int64_t>(g.dropped_malformed);
-  metrics["gossip_suspicions"] = static_cast<int64_t>(g.suspicions);
-  metrics["gossip_refutations"] = static_cast<int64_t>(g.refutations);
+  for (const auto& [name, value] : CounterSnapshot()) (*reply->mutable_metrics())[name] = value;
+  for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
   send(grpc::Status::OK);
 }
 

@@ -14,6 +14,7 @@
 #include "common/rpc.h"
 #include "common/session.h"
 #include "gcs_service.grpc.pb.h"
+#include "gossip.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"
 
 namespace fs = std::filesystem;
@@ -105,6 +106,48 @@ TEST_CASE("every RPC without the cluster token is refused as UNAUTHENTICATED", "
   RpcClient<rpc::RayletService> raylet_anon(raylet->started.address, "");
   CHECK(raylet_anon.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest()).status().code() ==
         absl::StatusCode::kUnauthenticated);
+}
+
+TEST_CASE("corrupt, foreign and unauthenticated gossip is dropped and counted; daemons keep running", "[gossip]") {
+  TempDir dir;
+  auto gcs = StartGcs(dir, "t");
+  auto raylet = StartRaylet(dir, gcs->started.address, "t");
+  for (const std::string& address : {gcs->started.address, raylet->started.address}) {
+    RpcClient<rpc::GossipService> member(address, "t");
+    rpc::DeliverGossipRequest corrupt;
+    corrupt.set_message(std::string("\xff\xff\xff\xff\x0f not a message", 20));
+    CHECK(member.CallSync<rpc::DeliverGossipReply>(ORB_RPC(DeliverGossip), corrupt).ok());
+    rpc::GossipMessage foreign;
+    foreign.set_cluster_id("some-other-cluster");
+    foreign.set_from_address("127.0.0.1:1");
+    foreign.mutable_ping()->set_seq(7);
+    rpc::DeliverGossipRequest wrong_cluster;
+    wrong_cluster.set_message(foreign.SerializeAsString());
+    // Refused so that a member of a lost cluster can tell and rejoin.
+    CHECK(member.CallSync<rpc::DeliverGossipReply>(ORB_RPC(DeliverGossip), wrong_cluster).status().code() ==
+          absl::StatusCode::kFailedPrecondition);
+    RpcClient<rpc::GossipService> stranger(address, "not-the-token");
+    CHECK(stranger.CallSync<rpc::DeliverGossipReply>(ORB_RPC(DeliverGossip), corrupt).status().code() ==
+          absl::StatusCode::kUnauthenticated);
+  }
+  RpcClient<rpc::GcsService> g(gcs->started.address, "t");
+  auto gcs_metrics = g.CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest());
+  REQUIRE(gcs_metrics.ok());
+  CHECK(gcs_metrics->metrics().at("gossip_dropped_corrupt") == 1);
+  CHECK(gcs_metrics->metrics().at("gossip_dropped_wrong_cluster") == 1);
+  CHECK(gcs_metrics->metrics().at("rpc_rejected_unauthenticated") == 1);
+  CHECK(gcs_metrics->metrics().at("gossip_received") > 0);  // the raylet's real gossip
+  RpcClient<rpc::RayletService> r(raylet->started.address, "t");
+  auto stats = r.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest());
+  REQUIRE(stats.ok());
+  CHECK(stats->metrics().at("gossip_dropped_corrupt") == 1);
+  CHECK(stats->metrics().at("gossip_dropped_wrong_cluster") == 1);
+  CHECK(stats->metrics().at("rpc_rejected_unauthenticated") == 1);
+  // Both still serve, and the node is still alive in the GCS.
+  auto nodes = g.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
+  REQUIRE(nodes.ok());
+  REQUIRE(nodes->nodes_size() == 1);
+  CHECK(nodes->nodes(0).state() == rpc::NodeInfo::ALIVE);
 }
 
 TEST_CASE("daemons bind to loopback only by default", "[security]") {

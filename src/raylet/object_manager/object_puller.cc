@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "common/metrics.h"
+
 namespace orb {
 
 ObjectPuller::ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options)
@@ -79,6 +81,7 @@ void ObjectPuller::OnChunk(const ObjectID& id, uint64_t chunk_offset, const absl
   t.in_flight--;
   uint64_t expected = std::min(options_.chunk_bytes, t.size - chunk_offset);
   if (!status.ok() || !reply.found() || reply.data().size() != expected) {
+    if (status.ok() && reply.found()) IncrementCounter("object_chunks_dropped_corrupt");
     t.failed = true;
     if (t.in_flight == 0) {
       rpc::ErrorInfo error;
@@ -113,6 +116,7 @@ void ObjectPuller::Finish(const ObjectID& id, const rpc::ErrorInfo& error) {
 void ObjectPuller::HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply) const {
   const ObjectLocationInArena* loc = store_->Peek(ObjectID::FromBinary(req.object_id()));
   if (!loc || req.offset() < 0 || req.length() < 0 || static_cast<uint64_t>(req.offset() + req.length()) > loc->size) {
+    if (loc) IncrementCounter("object_chunk_requests_rejected");
     reply->set_found(false);
     return;
   }
