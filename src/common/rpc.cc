@@ -1,5 +1,9 @@
 #include "common/rpc.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
+#include <mutex>
+
 #include "common/metrics.h"
 
 namespace orb {
@@ -28,7 +32,35 @@ bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token) {
   return diff == 0;
 }
 
+namespace {
+
+// gRPC serves the callback API from a process-global completion queue that lives while
+// some channel that used it lives; when the last such channel goes, gRPC shuts the
+// queue down while its own polling threads may still be in it, and the process can
+// abort ("ref_counted.h: prior > 0"). Processes here create and drop channels all the
+// time (clients per peer, per test), so one channel that made a callback call is kept
+// for the life of the process.
+void PinCallbackQueue() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto* channel = new std::shared_ptr<grpc::Channel>(
+        grpc::CreateChannel("unix:/nonexistent/orb-callback-queue-pin", grpc::InsecureChannelCredentials()));
+    auto* stub = new grpc::GenericStub(*channel);
+    auto* context = new grpc::ClientContext();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1));
+    grpc::Slice empty("");
+    auto* request = new grpc::ByteBuffer(&empty, 1);
+    auto* response = new grpc::ByteBuffer();
+    // The call fails at once; starting it is what takes the queue reference. All of it
+    // is left allocated on purpose.
+    stub->UnaryCall(context, "/orb.Pin/Pin", grpc::StubOptions(), request, response, [](grpc::Status) {});
+  });
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  PinCallbackQueue();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);

@@ -131,12 +131,18 @@ TEST_CASE("corrupt, foreign and unauthenticated gossip is dropped and counted; d
           absl::StatusCode::kUnauthenticated);
   }
   RpcClient<rpc::GcsService> g(gcs->started.address, "t");
-  auto gcs_metrics = g.CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest());
-  REQUIRE(gcs_metrics.ok());
-  CHECK(gcs_metrics->metrics().at("gossip_dropped_corrupt") == 1);
-  CHECK(gcs_metrics->metrics().at("gossip_dropped_wrong_cluster") == 1);
-  CHECK(gcs_metrics->metrics().at("rpc_rejected_unauthenticated") == 1);
-  CHECK(gcs_metrics->metrics().at("gossip_received") > 0);  // the raylet's real gossip
+  auto metrics = [&] {
+    auto reply = g.CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest());
+    REQUIRE(reply.ok());
+    return *reply;
+  };
+  // The raylet's own gossip reaches the GCS within a round or two.
+  CHECK(WaitFor([&] { return metrics().metrics().count("gossip_received") && metrics().metrics().at("gossip_received") > 0; },
+                std::chrono::seconds(5)));
+  auto gcs_metrics = metrics();
+  CHECK(gcs_metrics.metrics().at("gossip_dropped_corrupt") == 1);
+  CHECK(gcs_metrics.metrics().at("gossip_dropped_wrong_cluster") == 1);
+  CHECK(gcs_metrics.metrics().at("rpc_rejected_unauthenticated") == 1);
   RpcClient<rpc::RayletService> r(raylet->started.address, "t");
   auto stats = r.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest());
   REQUIRE(stats.ok());
