@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "orb/actor.h"
 #include "orb/config.h"
 #include "orb/errors.h"
 #include "orb/internal/function_registry.h"
@@ -99,9 +100,10 @@ class RuntimeContext {
   std::string GetJobId() const { return internal::CurrentJobId(); }
   // Empty in the driver.
   std::string GetTaskId() const { return internal::CurrentTaskId(); }
-  // Empty outside an actor.
-  std::string GetActorId() const { return ""; }
-  bool WasCurrentActorRestarted() const { return false; }
+  // Hex; empty outside an actor.
+  std::string GetActorId() const { return internal::CurrentActorId(); }
+  // True in an actor whose constructor ran again after its process died.
+  bool WasCurrentActorRestarted() const { return internal::WasCurrentActorRestarted(); }
 };
 
 inline RuntimeContext& GetRuntimeContext() {

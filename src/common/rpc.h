@@ -78,6 +78,18 @@ grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx, const Req* 
                            });                                                               \
   }
 
+// As ORB_SERVICE_METHOD, forwarding to `target->Handle<Method>` instead of handler_.
+#define ORB_SERVICE_METHOD_ON(Method, target)                                               \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* ctx,                        \
+                                   const rpc::Method##Request* req,                          \
+                                   rpc::Method##Reply* reply) override {                     \
+    return ::orb::Dispatch(ctx, req, reply, service_context_,                                \
+                           [h = (target)](const rpc::Method##Request& r,                     \
+                                          rpc::Method##Reply* rep, ::orb::SendReply send) {  \
+                             h->Handle##Method(r, rep, std::move(send));                     \
+                           });                                                               \
+  }
+
 // Binds a generated stub's async method, for RpcClient::Call.
 #define ORB_RPC(Method)                                                 \
   [](auto* stub, auto* ctx, auto* req, auto* reply, auto callback) {    \

@@ -117,6 +117,12 @@ absl::Status CoreWorker::Start() {
     return StoreValue(ObjectID::FromBinary(spec.return_id()), std::move(bytes), spec.caller());
   };
   hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
+  hooks.on_actor_created = [this](const std::string& actor_id, bool restarted) {
+    std::lock_guard<std::mutex> lock(actor_mu_);
+    hosted_actor_id_ = actor_id;
+    hosted_actor_restarted_ = restarted;
+  };
+  hooks.on_actor_exit = [this](const std::string& actor_id) { KillActor(actor_id, /*no_restart=*/true, "exited by orb::ExitActor()"); };
   receiver_ = std::make_unique<TaskReceiver>(hooks);
   service_ = std::make_unique<CoreWorkerGrpcService>(this, ServiceContext{nullptr, options_.token});
   std::error_code ec;
@@ -153,6 +159,7 @@ absl::Status CoreWorker::Start() {
   submit.self_address = self_address_;
   submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
                                                worker_clients_.get(), submit);
+  actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), worker_clients_.get(), node_id_);
   loop_.Start();
   return absl::OkStatus();
 }
@@ -160,6 +167,7 @@ absl::Status CoreWorker::Start() {
 void CoreWorker::Disconnect() {
   if (disconnected_.exchange(true)) return;
   if (submitter_) submitter_->Shutdown();
+  if (actor_submitter_) actor_submitter_->Shutdown();
   CallOptions quick;
   quick.timeout = std::chrono::milliseconds(1000);
   if (raylet_) {
@@ -233,8 +241,8 @@ internal::RefData CoreWorker::PutWith(size_t size, const std::function<void(char
   return internal::RefData{id.Binary(), OwnerString()};
 }
 
-internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                                         const internal::TaskOptionsData& options) {
+rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
+                                    const internal::TaskOptionsData& options, bool default_cpu) {
   if (auto s = ResourceSet::Validate(options.resources); !s.ok()) throw Error(std::string(s.message()));
   if (options.max_retries < 0) throw Error("max_retries must be >= 0");
   for (const std::string* selector : {&options.label_selector, &options.soft_label_selector}) {
@@ -267,7 +275,7 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
     for (const auto& [k, v] : options.resources) {
       if (v > 0) (*spec.mutable_resources())[k] = v;
     }
-  } else {
+  } else if (default_cpu) {
     (*spec.mutable_resources())["CPU"] = 1;
   }
   for (auto& arg : args) {
@@ -283,6 +291,13 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
     out->mutable_ref()->mutable_owner()->set_ip(host);
     out->mutable_ref()->mutable_owner()->set_port(port);
   }
+  return spec;
+}
+
+internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
+                                         const internal::TaskOptionsData& options) {
+  rpc::TaskSpec spec = BuildSpec(function_name, std::move(args), options, /*default_cpu=*/true);
+  ObjectID return_id = ObjectID::FromBinary(spec.return_id());
   objects_->AddPending(return_id);
   submitter_->Submit(std::move(spec));
   return internal::RefData{return_id.Binary(), OwnerString()};

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "common/event_loop.h"
 #include "common/id.h"
 #include "common/rpc.h"
+#include "core/actor_submitter.h"
 #include "core/object_table.h"
 #include "core/store_client.h"
 #include "core/task_receiver.h"
@@ -61,6 +63,17 @@ class CoreWorker {
   void RemoveLocalReference(const std::string& id);
   std::vector<NodeInfo> Nodes();
 
+  // Actors (core_worker_actors.cc). IDs are binary.
+  std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
+                          const internal::ActorOptionsData& options);
+  internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                    std::vector<internal::ArgData> args);
+  void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason = "");
+  // Empty when no live actor has that name.
+  std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
+  std::string CurrentActorId() const;  // hex; empty outside an actor
+  bool WasCurrentActorRestarted() const;
+
   // Worker mode: runs pushed tasks on this thread until the worker is told to exit.
   void RunTaskLoop();
   // Leaves the cluster: returns leases, marks the job finished (driver), stops serving.
@@ -79,6 +92,8 @@ class CoreWorker {
   explicit CoreWorker(CoreWorkerOptions options);
   absl::Status Start();
   absl::Status FindLocalRaylet();
+  rpc::TaskSpec BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
+                          const internal::TaskOptionsData& options, bool default_cpu);
   ObjectID NextPutId();
   // The value of one object, waiting until `deadline`; throws orb::Error subclasses.
   std::shared_ptr<internal::ValueBuffer> GetOne(const internal::RefData& ref,
@@ -102,6 +117,7 @@ class CoreWorker {
   std::unique_ptr<ObjectTable> objects_;
   std::unique_ptr<StoreClient> store_;
   std::unique_ptr<TaskSubmitter> submitter_;
+  std::unique_ptr<ActorSubmitter> actor_submitter_;
   std::unique_ptr<TaskReceiver> receiver_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -109,6 +125,9 @@ class CoreWorker {
   std::atomic<uint32_t> put_index_{0};
   TaskID driver_task_id_;  // the pseudo-task that a driver's Puts and submissions belong to
   std::atomic<bool> disconnected_{false};
+  mutable std::mutex actor_mu_;
+  std::string hosted_actor_id_;  // binary; the actor this worker hosts
+  bool hosted_actor_restarted_ = false;
 };
 
 }  // namespace orb

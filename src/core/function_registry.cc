@@ -8,6 +8,8 @@ namespace orb::internal {
 struct FunctionRegistry::Impl {
   mutable std::mutex mu;
   std::map<std::string, Invoker> by_name;
+  std::map<std::string, ActorFactory> factories;
+  std::map<std::string, ActorMethod> methods;
   std::map<std::string, std::string> name_by_key;
 };
 
@@ -23,6 +25,30 @@ void FunctionRegistry::Register(const std::string& name, const std::string& key,
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->by_name[name] = std::move(invoker);
   impl_->name_by_key[key] = name;
+}
+
+void FunctionRegistry::RegisterFactory(const std::string& name, const std::string& key, ActorFactory factory) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->factories[name] = std::move(factory);
+  impl_->name_by_key[key] = name;
+}
+
+void FunctionRegistry::RegisterMethod(const std::string& name, const std::string& key, ActorMethod method) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->methods[name] = std::move(method);
+  impl_->name_by_key[key] = name;
+}
+
+const ActorFactory* FunctionRegistry::FindFactory(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->factories.find(name);
+  return it == impl_->factories.end() ? nullptr : &it->second;
+}
+
+const ActorMethod* FunctionRegistry::FindMethod(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->methods.find(name);
+  return it == impl_->methods.end() ? nullptr : &it->second;
 }
 
 const Invoker* FunctionRegistry::Find(const std::string& name) const {
@@ -41,6 +67,8 @@ std::vector<std::string> FunctionRegistry::Names() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<std::string> names;
   for (const auto& [name, invoker] : impl_->by_name) names.push_back(name);
+  for (const auto& [name, factory] : impl_->factories) names.push_back(name);
+  for (const auto& [name, method] : impl_->methods) names.push_back(name);
   return names;
 }
 

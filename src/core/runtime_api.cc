@@ -68,6 +68,7 @@ void ApplyFlags(Config* config, int argc, char** argv) {
   options.job_id = JobID::FromHex(Env("ORB_JOB_ID"));
   options.worker_id = WorkerID::FromHex(Env("ORB_WORKER_ID"));
   if (!Env("ORB_NODE_IP").empty()) options.node_ip = Env("ORB_NODE_IP");
+  options.ray_namespace = Env("ORB_NAMESPACE");
   if (auto s = LoadCodeSearchPath(Env("ORB_CODE_SEARCH_PATH")); !s.ok()) {
     std::cerr << "orb worker: " << s.message() << std::endl;
   }
@@ -140,6 +141,34 @@ RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, 
 }
 
 RefData Put(std::string bytes) { return Worker().Put(std::move(bytes)); }
+
+std::string CreateActor(const std::string& factory_name, std::vector<ArgData> args, const ActorOptionsData& options) {
+  return Worker().CreateActor(factory_name, std::move(args), options);
+}
+
+RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args) {
+  return Worker().SubmitActorTask(actor_id, method_name, std::move(args));
+}
+
+void KillActor(const std::string& actor_id, bool no_restart) { Worker().KillActor(actor_id, no_restart); }
+
+std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) {
+  return Worker().GetNamedActor(name, ray_namespace);
+}
+
+std::string CurrentActorId() { return g_worker ? g_worker->CurrentActorId() : std::string(); }
+bool WasCurrentActorRestarted() { return g_worker && g_worker->WasCurrentActorRestarted(); }
+
+std::string HexOf(const std::string& binary) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(binary.size() * 2);
+  for (unsigned char c : binary) {
+    hex.push_back(digits[c >> 4]);
+    hex.push_back(digits[c & 15]);
+  }
+  return hex;
+}
 
 RefData PutWith(size_t size, const std::function<void(char*)>& write) { return Worker().PutWith(size, write); }
 

@@ -35,8 +35,29 @@ void TaskReceiver::Run() {
       batch = std::move(queue_.front());
       queue_.pop_front();
     }
+    bool actor_calls = actor_pool_ && batch.request->tasks_size() > 0 && !batch.request->tasks(0).actor_id().empty();
+    if (actor_calls) {
+      RunOnPool(std::move(batch));
+      continue;
+    }
     for (const auto& spec : batch.request->tasks()) *batch.reply->add_results() = Execute(spec);
     batch.send(grpc::Status::OK);
+    if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+  }
+}
+
+void TaskReceiver::RunOnPool(Batch batch) {
+  int n = batch.request->tasks_size();
+  for (int i = 0; i < n; ++i) batch.reply->add_results();
+  auto remaining = std::make_shared<std::atomic<int>>(n);
+  auto shared = std::make_shared<Batch>(std::move(batch));
+  for (int i = 0; i < n; ++i) {
+    actor_pool_->Post([this, shared, remaining, i] {
+      *shared->reply->mutable_results(i) = Execute(shared->request->tasks(i));
+      if (remaining->fetch_sub(1) != 1) return;
+      shared->send(grpc::Status::OK);
+      if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+    });
   }
 }
 
@@ -55,9 +76,35 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec) {
     result.mutable_value()->mutable_error()->set_message(message);
     return result;
   };
-  const internal::Invoker* invoker = internal::FunctionRegistry::Instance().Find(spec.function_name());
-  if (!invoker) {
-    return fail(rpc::FUNCTION_NOT_FOUND, "function '" + spec.function_name() +
+  using Args = std::vector<std::shared_ptr<internal::ValueBuffer>>;
+  const auto& registry = internal::FunctionRegistry::Instance();
+  std::function<std::string(const Args&)> call;
+  std::string what = "function";
+  if (spec.has_actor_creation()) {
+    what = "actor factory";
+    if (const internal::ActorFactory* factory = registry.FindFactory(spec.function_name())) {
+      call = [this, factory, &spec](const Args& args) {
+        actor_ = (*factory)(args);
+        actor_id_ = spec.actor_creation().actor_id();
+        int threads = spec.actor_creation().max_concurrency();
+        if (threads > 1 && !actor_pool_) actor_pool_ = std::make_unique<ThreadPool>(threads);
+        hooks_.on_actor_created(actor_id_, spec.actor_creation().restarted());
+        return internal::Serialize(msgpack::type::nil_t());
+      };
+    }
+  } else if (!spec.actor_id().empty()) {
+    what = "actor method";
+    if (!actor_ || spec.actor_id() != actor_id_) {
+      return fail(rpc::ACTOR_DIED, "this worker does not host the actor that " + spec.function_name() + " was sent to");
+    }
+    if (const internal::ActorMethod* method = registry.FindMethod(spec.function_name())) {
+      call = [this, method](const Args& args) { return (*method)(actor_.get(), args); };
+    }
+  } else if (const internal::Invoker* invoker = registry.Find(spec.function_name())) {
+    call = [invoker](const Args& args) { return (*invoker)(args); };
+  }
+  if (!call) {
+    return fail(rpc::FUNCTION_NOT_FOUND, what + " '" + spec.function_name() +
                                              "' is not registered in the worker (is ORB_REMOTE(" +
                                              spec.function_name() + ") linked into the worker's code?)");
   }
@@ -73,7 +120,11 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec) {
         args.push_back(std::make_shared<InlineArg>(&arg.value()));
       }
     }
-    output = (*invoker)(args);
+    output = call(args);
+  } catch (const internal::ActorExitSignal&) {
+    hooks_.set_current_task("");
+    exit_requested_ = true;
+    return fail(rpc::ACTOR_DIED, "the actor exited: " + spec.function_name() + " called orb::ExitActor()");
   } catch (const internal::ArgumentError& e) {
     hooks_.set_current_task("");
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());

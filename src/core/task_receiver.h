@@ -4,8 +4,14 @@
 // takes each batch, resolves arguments, calls the registered function, stores a large
 // result in the node's object store, and answers with every result. A task that throws
 // answers a TASK_ERROR naming the function and the message; the worker keeps serving.
+//
+// Actors: an actor creation task runs the registered factory and keeps the instance;
+// later tasks for that actor call registered methods on it. With max_concurrency > 1
+// they run on a pool of that many threads instead of the main thread. orb::ExitActor()
+// in a method answers that call with ACTOR_DIED and then ends the actor.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -15,6 +21,7 @@
 #include <vector>
 
 #include "common/rpc.h"
+#include "common/thread_pool.h"
 #include "core_worker_service.pb.h"
 #include "orb/internal/runtime.h"
 
@@ -30,6 +37,10 @@ class TaskReceiver {
     std::function<rpc::ObjectValue(const rpc::TaskSpec&, std::string)> store_result;
     // Marks which task the current thread runs (empty when done).
     std::function<void(const std::string& task_id)> set_current_task;
+    // This worker now hosts the actor (binary ID); `restarted`: its constructor ran before.
+    std::function<void(const std::string& actor_id, bool restarted)> on_actor_created;
+    // A method called orb::ExitActor(); its reply has been sent.
+    std::function<void(const std::string& actor_id)> on_actor_exit;
   };
 
   explicit TaskReceiver(Hooks hooks) : hooks_(std::move(hooks)) {}
@@ -46,8 +57,14 @@ class TaskReceiver {
     SendReply send;
   };
   rpc::TaskResult Execute(const rpc::TaskSpec& spec);
+  // Runs a batch of actor calls on the pool; answers when all are done.
+  void RunOnPool(Batch batch);
 
   Hooks hooks_;
+  std::shared_ptr<void> actor_;  // the actor instance this worker hosts, if any
+  std::string actor_id_;
+  std::unique_ptr<ThreadPool> actor_pool_;  // for max_concurrency > 1
+  std::atomic<bool> exit_requested_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;  // guarded by mu_

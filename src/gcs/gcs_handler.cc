@@ -25,7 +25,23 @@ grpc::Status Internal(const absl::Status& s) { return ToGrpc(s); }
 }  // namespace
 
 GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options)
-    : store_(std::move(store)), loop_(loop), options_(options) {}
+    : store_(std::move(store)), loop_(loop), options_(options) {
+  NodeDirectoryAccess access;
+  access.raylet_of = [this](const std::string& node_id) -> std::string {
+    auto it = nodes_.find(NodeID::FromBinary(node_id));
+    if (it == nodes_.end() || it->second.state() != rpc::NodeInfo::ALIVE) return "";
+    return it->second.ip() + ":" + std::to_string(it->second.raylet_port());
+  };
+  access.any_raylet = [this]() -> std::string {
+    for (const auto& [id, node] : nodes_) {
+      if (node.state() == rpc::NodeInfo::ALIVE) return node.ip() + ":" + std::to_string(node.raylet_port());
+    }
+    return "";
+  };
+  ActorManagerOptions actor_options;
+  actor_options.token = options_.token;
+  actors_ = std::make_unique<ActorManager>(store_.get(), loop_, std::move(access), actor_options);
+}
 
 absl::StatusOr<std::unique_ptr<GcsHandler>> GcsHandler::Create(std::unique_ptr<TableStore> store, EventLoop* loop,
                                                                GcsOptions options) {
@@ -57,6 +73,7 @@ absl::Status GcsHandler::Load() {
     if (!job.ParseFromString(value)) return absl::DataLossError("corrupt job record in GCS storage");
     jobs_[JobID::FromBinary(job.job_id())] = std::move(job);
   }
+  if (auto s = actors_->Load(); !s.ok()) return s;
   auto counter = store_->Get(kMetaTable, "next_job_id");
   if (!counter.ok()) return counter.status();
   if (counter->has_value()) next_job_id_ = static_cast<uint32_t>(std::stoul(**counter));
@@ -106,6 +123,7 @@ void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
   spdlog::warn("node {} is dead: {}", NodeID::FromBinary(node.node_id()).Hex(), reason);
   PublishNode(node);
   if (gossip_) gossip_->DeclareDead(node.node_id());
+  actors_->OnNodeDead(node.node_id());
 }
 
 void GcsHandler::StartGossip(const std::string& self_address, gossip::GossipTransport* transport) {
@@ -120,6 +138,7 @@ void GcsHandler::StartGossip(const std::string& self_address, gossip::GossipTran
   for (const auto& [id, node] : nodes_) {
     if (node.state() == rpc::NodeInfo::ALIVE) SeedGossip(node);
   }
+  actors_->Start();
   loop_->RunEvery(std::chrono::milliseconds(10), [this] {
     gossip_->Tick();
     return true;
@@ -237,7 +256,23 @@ void GcsHandler::HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, r
   message.set_channel(rpc::JOB_CHANNEL);
   *message.mutable_job() = it->second;
   publisher_.Publish(std::move(message));
+  actors_->OnJobFinished(req.job_id());
   send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req,
+                                           rpc::ReportWorkerFailureReply* reply, SendReply send) {
+  if (req.is_driver()) {
+    // A driver that died without Shutdown(): its job is over, and so are its actors.
+    auto job = jobs_.find(JobID::FromBinary(req.job_id()));
+    if (job != jobs_.end() && !job->second.is_dead()) {
+      rpc::MarkJobFinishedRequest finish;
+      finish.set_job_id(req.job_id());
+      auto ignored = std::make_shared<rpc::MarkJobFinishedReply>();
+      HandleMarkJobFinished(finish, ignored.get(), [ignored](grpc::Status) {});
+    }
+  }
+  actors_->HandleReportWorkerFailure(req, reply, std::move(send));
 }
 
 void GcsHandler::HandleGetAllJobs(const rpc::GetAllJobsRequest&, rpc::GetAllJobsReply* reply, SendReply send) {

@@ -22,6 +22,7 @@
 #include "common/event_loop.h"
 #include "common/id.h"
 #include "common/rpc.h"
+#include "gcs/actor_manager.h"
 #include "gcs/publisher.h"
 #include "gcs/table_store.h"
 #include "gossip/gossip_node.h"
@@ -32,6 +33,7 @@ namespace orb::gcs {
 struct GcsOptions {
   // Probes and suspicion; the cluster ID is the GCS's own (kept in its storage).
   gossip::GossipOptions gossip;
+  std::string token;  // for the GCS's own calls to raylets and workers (actors)
 };
 
 class GcsHandler {
@@ -45,6 +47,9 @@ class GcsHandler {
   void HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply* reply, SendReply send);
   void HandleUnregisterNode(const rpc::UnregisterNodeRequest& req, rpc::UnregisterNodeReply* reply, SendReply send);
   void HandleGetAllNodes(const rpc::GetAllNodesRequest& req, rpc::GetAllNodesReply* reply, SendReply send);
+  // A raylet's worker died: the actor on it failed; a driver's death ends its job.
+  void HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req, rpc::ReportWorkerFailureReply* reply,
+                                 SendReply send);
   void HandleGetMetrics(const rpc::GetMetricsRequest& req, rpc::GetMetricsReply* reply, SendReply send);
   void HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* reply, SendReply send);
   void HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, rpc::MarkJobFinishedReply* reply, SendReply send);
@@ -63,6 +68,7 @@ class GcsHandler {
   gossip::GossipNode::Received DeliverGossip(const std::string& bytes);
   const std::string& cluster_id() const { return cluster_id_; }
   const gossip::GossipNode* gossip() const { return gossip_.get(); }
+  ActorManager* actors() { return actors_.get(); }
 
  private:
   GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options);
@@ -79,6 +85,7 @@ class GcsHandler {
   GcsOptions options_;
   Publisher publisher_;
   std::unordered_map<NodeID, rpc::NodeInfo> nodes_;
+  std::unique_ptr<ActorManager> actors_;
   std::string cluster_id_;
   gossip::NodeDirectory directory_;
   std::unique_ptr<gossip::GossipNode> gossip_;

@@ -22,6 +22,12 @@ class GcsGrpcService : public rpc::GcsService::CallbackService {
   ORB_SERVICE_METHOD(UnregisterNode)
   ORB_SERVICE_METHOD(GetAllNodes)
   ORB_SERVICE_METHOD(GetMetrics)
+  ORB_SERVICE_METHOD(ReportWorkerFailure)
+  ORB_SERVICE_METHOD_ON(RegisterActor, handler_->actors())
+  ORB_SERVICE_METHOD_ON(GetActorInfo, handler_->actors())
+  ORB_SERVICE_METHOD_ON(GetNamedActor, handler_->actors())
+  ORB_SERVICE_METHOD_ON(KillActor, handler_->actors())
+  ORB_SERVICE_METHOD_ON(ListActors, handler_->actors())
   ORB_SERVICE_METHOD(AddJob)
   ORB_SERVICE_METHOD(MarkJobFinished)
   ORB_SERVICE_METHOD(GetAllJobs)
@@ -81,6 +87,7 @@ int Main(int argc, char** argv) {
   EventLoop loop;
   GcsOptions options;
   options.gossip = gossip::ToGossipOptions(gossip_flags);
+  options.token = token;
   auto handler = GcsHandler::Create(std::move(store), &loop, options);
   if (!handler.ok()) {
     std::cerr << "gcs_server: " << handler.status().message() << "\n";

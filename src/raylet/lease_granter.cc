@@ -193,6 +193,7 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   LeaseID id = LeaseID::FromRandom();
   available_.Subtract(pending.resources);
   leases_[id] = Lease{worker->id, pending.resources, pending.requester};
+  worker->held_by_gcs = pending.requester.IsNil();
   lease_of_worker_[worker->id] = id;
   spdlog::debug("lease {} granted: worker {} with {}", id.Hex().substr(0, 8), worker->id.Hex().substr(0, 8),
                 pending.resources.ToString());

@@ -276,6 +276,17 @@ void Raylet::Rejoin() {
 void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
   object_store_.ForgetWorker(worker.id);
   lease_granter_->OnWorkerDeath(worker);
+  // The GCS fails (or restarts) an actor that lived in it, and ends a dead driver's job.
+  rpc::ReportWorkerFailureRequest report;
+  report.set_worker_id(worker.id.Binary());
+  report.set_node_id(node_id_.Binary());
+  report.set_job_id(worker.job.Binary());
+  report.set_is_driver(worker.is_driver);
+  report.set_reason(worker.is_driver ? "driver exited" : "worker process exited");
+  CallOptions options;
+  options.max_attempts = 5;
+  gcs_->Call<rpc::ReportWorkerFailureReply>(ORB_RPC(ReportWorkerFailure), report,
+                                            [](const absl::Status&, rpc::ReportWorkerFailureReply&&) {}, options);
 }
 
 void Raylet::HandleRegisterWorker(const rpc::RegisterWorkerRequest& req, rpc::RegisterWorkerReply* reply,

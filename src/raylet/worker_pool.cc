@@ -95,6 +95,7 @@ void WorkerPool::PushIdle(const WorkerID& id) {
   auto it = workers_.find(id);
   if (it == workers_.end() || it->second.is_driver) return;
   it->second.state = WorkerProcess::State::kIdle;
+  it->second.held_by_gcs = false;
   it->second.idle_since = std::chrono::steady_clock::now();
 }
 
@@ -112,7 +113,7 @@ void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterat
   if (dead.is_driver) {
     // The job is over: its workers have nothing left to do.
     for (auto& [id, w] : workers_) {
-      if (w.job == dead.job && !w.is_driver) ::kill(w.pid, SIGKILL);
+      if (w.job == dead.job && !w.is_driver && !w.held_by_gcs) ::kill(w.pid, SIGKILL);
     }
   }
   on_death_(dead);

@@ -44,6 +44,9 @@ struct WorkerProcess {
   int port = 0;
   std::string unix_socket;
   bool is_driver = false;
+  // Leased by the GCS for an actor: the GCS decides when it goes (a detached actor
+  // outlives its job's driver), not the driver's exit.
+  bool held_by_gcs = false;
   State state = State::kStarting;
   std::chrono::steady_clock::time_point idle_since;
 };

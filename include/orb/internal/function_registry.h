@@ -20,6 +20,10 @@ namespace orb::internal {
 
 // Runs a function on serialized arguments and returns its serialized result.
 using Invoker = std::function<std::string(const std::vector<std::shared_ptr<ValueBuffer>>& args)>;
+// Runs an actor's factory: the new instance, type-erased (its deleter knows the type).
+using ActorFactory = std::function<std::shared_ptr<void>(const std::vector<std::shared_ptr<ValueBuffer>>& args)>;
+// Runs an actor method on an instance made by the matching factory.
+using ActorMethod = std::function<std::string(void* self, const std::vector<std::shared_ptr<ValueBuffer>>& args)>;
 
 // Thrown when an argument does not deserialize to the parameter type.
 class ArgumentError : public Error {
@@ -31,8 +35,12 @@ class FunctionRegistry {
  public:
   static FunctionRegistry& Instance();
   void Register(const std::string& name, const std::string& key, Invoker invoker);
-  // nullptr when no function of that name is registered in this process.
+  void RegisterFactory(const std::string& name, const std::string& key, ActorFactory factory);
+  void RegisterMethod(const std::string& name, const std::string& key, ActorMethod method);
+  // nullptr when nothing of that name (and kind) is registered in this process.
   const Invoker* Find(const std::string& name) const;
+  const ActorFactory* FindFactory(const std::string& name) const;
+  const ActorMethod* FindMethod(const std::string& name) const;
   // The registered name for a function's key, or empty.
   std::string NameOf(const std::string& key) const;
   std::vector<std::string> Names() const;
@@ -61,20 +69,28 @@ T DeserializeArgument(const std::shared_ptr<ValueBuffer>& buffer, size_t index, 
   }
 }
 
-template <class R, class... Args, size_t... I>
-std::string InvokeWithBuffers(R (*f)(Args...), const std::vector<std::shared_ptr<ValueBuffer>>& args,
-                              const std::string& name, std::index_sequence<I...>) {
+// Deserializes `args` as Args... and calls `f` with them; returns what f returns.
+template <class R, class... Args, class F, size_t... I>
+R CallWithBuffers(F&& f, const std::vector<std::shared_ptr<ValueBuffer>>& args, const std::string& name,
+                  std::index_sequence<I...>) {
   if (args.size() != sizeof...(Args)) {
     throw ArgumentError("'" + name + "' takes " + std::to_string(sizeof...(Args)) + " arguments, got " +
                         std::to_string(args.size()));
   }
   // Arguments are deserialized in order before the call (braced init sequences them).
   std::tuple<std::decay_t<Args>...> values{DeserializeArgument<std::decay_t<Args>>(args[I], I, name)...};
+  return f(std::get<I>(values)...);
+}
+
+// As CallWithBuffers, serializing the result (nil for void).
+template <class R, class... Args, class F>
+std::string InvokeWithBuffers(F&& f, const std::vector<std::shared_ptr<ValueBuffer>>& args, const std::string& name) {
+  auto seq = std::index_sequence_for<Args...>{};
   if constexpr (std::is_void_v<R>) {
-    f(std::get<I>(values)...);
+    CallWithBuffers<R, Args...>(std::forward<F>(f), args, name, seq);
     return Serialize(msgpack::type::nil_t());
   } else {
-    return Serialize(f(std::get<I>(values)...));
+    return Serialize(CallWithBuffers<R, Args...>(std::forward<F>(f), args, name, seq));
   }
 }
 
@@ -84,21 +100,38 @@ std::vector<std::string> SplitRemoteNames(const std::string& names);
 
 template <class R, class... Args>
 void RegisterOne(const std::string& name, R (*f)(Args...)) {
+  using Buffers = std::vector<std::shared_ptr<ValueBuffer>>;
   if constexpr (std::is_pointer_v<R> && std::is_class_v<std::remove_pointer_t<R>>) {
-    // An actor factory (Counter::Create): registered with actors.
-    FunctionRegistry::Instance().Register(name, FunctionKey(f), nullptr);
+    // An actor factory (Counter::Create): it makes the instance an actor lives in.
+    using T = std::remove_pointer_t<R>;
+    FunctionRegistry::Instance().RegisterFactory(name, FunctionKey(f), [f, name](const Buffers& args) {
+      T* instance = CallWithBuffers<R, Args...>(f, args, name, std::index_sequence_for<Args...>{});
+      if (!instance) throw Error("actor factory '" + name + "' returned null");
+      return std::shared_ptr<void>(instance, [](void* p) { delete static_cast<T*>(p); });
+    });
   } else {
-    FunctionRegistry::Instance().Register(name, FunctionKey(f),
-                                          [f, name](const std::vector<std::shared_ptr<ValueBuffer>>& args) {
-                                            return InvokeWithBuffers(f, args, name, std::index_sequence_for<Args...>{});
-                                          });
+    FunctionRegistry::Instance().Register(name, FunctionKey(f), [f, name](const Buffers& args) {
+      return InvokeWithBuffers<R, Args...>(f, args, name);
+    });
   }
 }
 
-// Actor methods (&Counter::Add) are named here so that ORB_REMOTE accepts them.
-template <class M, std::enable_if_t<std::is_member_function_pointer_v<M>, int> = 0>
-void RegisterOne(const std::string& name, M method) {
-  FunctionRegistry::Instance().Register(name, FunctionKey(method), nullptr);
+// Actor methods (&Counter::Add), const or not.
+template <class C, class R, class... Args>
+void RegisterOne(const std::string& name, R (C::*method)(Args...)) {
+  FunctionRegistry::Instance().RegisterMethod(
+      name, FunctionKey(method), [method, name](void* self, const std::vector<std::shared_ptr<ValueBuffer>>& args) {
+        auto call = [self, method](auto&... a) -> R { return (static_cast<C*>(self)->*method)(a...); };
+        return InvokeWithBuffers<R, Args...>(call, args, name);
+      });
+}
+template <class C, class R, class... Args>
+void RegisterOne(const std::string& name, R (C::*method)(Args...) const) {
+  FunctionRegistry::Instance().RegisterMethod(
+      name, FunctionKey(method), [method, name](void* self, const std::vector<std::shared_ptr<ValueBuffer>>& args) {
+        auto call = [self, method](auto&... a) -> R { return (static_cast<const C*>(self)->*method)(a...); };
+        return InvokeWithBuffers<R, Args...>(call, args, name);
+      });
 }
 
 template <class... Fs>

@@ -50,6 +50,22 @@ struct TaskOptionsData {
   std::string soft_label_selector;  // preferred
 };
 
+// How an actor is created: where it runs (as for a task; no resources by default, so
+// that many small actors fit), and its lifecycle options.
+struct ActorOptionsData {
+  TaskOptionsData placement;
+  std::string name;            // empty: not findable by name
+  std::string ray_namespace;   // empty: the job's namespace
+  int max_restarts = 0;        // -1: without limit
+  int max_task_retries = 0;    // -1: without limit
+  int max_concurrency = 1;
+  bool detached = false;
+};
+
+// Thrown by orb::ExitActor() inside an actor method; caught by the worker, which ends
+// the actor. Not a std::exception, so that user code does not catch it by accident.
+struct ActorExitSignal {};
+
 void Init(const Config& config, int argc, char** argv);
 void Shutdown();
 bool IsInitialized();
@@ -70,6 +86,15 @@ std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_
 // remains in its owner and no pending task needs it.
 void AddLocalReference(const std::string& id);
 void RemoveLocalReference(const std::string& id);
+
+// Registers the actor with the GCS (which schedules it) and returns its binary ID.
+std::string CreateActor(const std::string& factory_name, std::vector<ArgData> args, const ActorOptionsData& options);
+RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args);
+void KillActor(const std::string& actor_id, bool no_restart);
+// The binary ID of the live actor with that name, or empty.
+std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
+std::string CurrentActorId();  // hex; empty outside an actor
+bool WasCurrentActorRestarted();
 
 std::string CurrentNodeId();
 std::string CurrentJobId();

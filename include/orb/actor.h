@@ -1,0 +1,190 @@
+// Actors: stateful workers whose methods run in the order each caller submits them.
+//
+//   class Counter {
+//    public:
+//     static Counter* Create(int start) { return new Counter{start}; }
+//     int Add(int x) { return n += x; }
+//     int n;
+//   };
+//   ORB_REMOTE(Counter::Create, &Counter::Add);
+//
+//   orb::ActorHandle<Counter> c = orb::Actor(Counter::Create).SetMaxRestarts(1).Remote(10);
+//   orb::ObjectRef<int> r = c.Task(&Counter::Add).Remote(5);   // 15
+//
+// Handles are values: copy them, pass them to tasks and other actors as arguments.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "orb/errors.h"
+#include "orb/internal/function_registry.h"
+#include "orb/object_ref.h"
+#include "orb/scheduling.h"
+#include "orb/task_caller.h"
+
+namespace orb {
+
+enum class ActorLifetime {
+  NON_DETACHED,  // dies when the job that created it ends (the default)
+  DETACHED,      // lives until killed, beyond its creator
+};
+
+namespace internal {
+std::string HexOf(const std::string& binary);
+}  // namespace internal
+
+template <class R, class... Params>
+class ActorTaskCaller {
+ public:
+  ActorTaskCaller(std::string actor_id, std::string method) : actor_id_(std::move(actor_id)), method_(std::move(method)) {}
+
+  template <class... Args>
+  ObjectRef<R> Remote(Args&&... args) {
+    static_assert(sizeof...(Args) == sizeof...(Params), "wrong number of arguments for this actor method");
+    static_assert((internal::ArgumentFits<Params, Args>() && ...),
+                  "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
+    std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
+    return ObjectRef<R>(internal::SubmitActorTask(actor_id_, method_, std::move(wire)), internal::AdoptRef{});
+  }
+
+ private:
+  std::string actor_id_;
+  std::string method_;
+};
+
+template <class T>
+class ActorHandle {
+ public:
+  ActorHandle() = default;
+  // From a binary actor ID (what orb::GetActor and deserialization use).
+  explicit ActorHandle(std::string actor_id) : id_(std::move(actor_id)) {}
+
+  // The actor's ID, hex.
+  std::string ID() const { return internal::HexOf(id_); }
+
+  template <class R, class C, class... Params>
+  ActorTaskCaller<R, Params...> Task(R (C::*method)(Params...)) const {
+    static_assert(std::is_base_of_v<C, T>, "the method belongs to another class");
+    return ActorTaskCaller<R, Params...>(id_, MethodName(method));
+  }
+  template <class R, class C, class... Params>
+  ActorTaskCaller<R, Params...> Task(R (C::*method)(Params...) const) const {
+    static_assert(std::is_base_of_v<C, T>, "the method belongs to another class");
+    return ActorTaskCaller<R, Params...>(id_, MethodName(method));
+  }
+
+  // Kills the actor's process. no_restart (default): the actor is dead for good and
+  // later calls throw ActorDiedError; otherwise it restarts if it has restarts left.
+  void Kill(bool no_restart = true) const { internal::KillActor(id_, no_restart); }
+
+  bool operator==(const ActorHandle& other) const { return id_ == other.id_; }
+
+  MSGPACK_DEFINE(id_);
+
+ private:
+  template <class M>
+  static std::string MethodName(M method) {
+    std::string name = internal::FunctionRegistry::Instance().NameOf(internal::FunctionKey(method));
+    if (name.empty()) throw Error("actor method is not registered: add it to ORB_REMOTE(...) at namespace scope");
+    return name;
+  }
+
+  std::string id_;
+};
+
+template <class F>
+class ActorCreator;
+
+template <class T, class... Params>
+class ActorCreator<T* (*)(Params...)> {
+ public:
+  using Factory = T* (*)(Params...);
+
+  explicit ActorCreator(Factory f) : name_(internal::FunctionRegistry::Instance().NameOf(internal::FunctionKey(f))) {
+    if (name_.empty()) throw Error("actor factory is not registered: add ORB_REMOTE(<factory>) at namespace scope");
+  }
+
+  // Findable with orb::GetActor<T>(name) in the namespace (default: the job's).
+  ActorCreator& SetName(const std::string& name, const std::string& ray_namespace = "") {
+    options_.name = name;
+    options_.ray_namespace = ray_namespace;
+    return *this;
+  }
+  // Restarts (constructor rerun, on a live node) after the process dies; -1: no limit.
+  ActorCreator& SetMaxRestarts(int n) {
+    options_.max_restarts = n;
+    return *this;
+  }
+  // Calls in flight when the actor died are sent again after a restart, up to n times
+  // each (at-least-once); 0 (default): they fail with ActorDiedError (at-most-once).
+  ActorCreator& SetMaxTaskRetries(int n) {
+    options_.max_task_retries = n;
+    return *this;
+  }
+  // Runs up to n calls at once on a thread pool (order between calls is then not kept).
+  ActorCreator& SetMaxConcurrency(int n) {
+    options_.max_concurrency = n;
+    return *this;
+  }
+  ActorCreator& SetLifetime(ActorLifetime lifetime) {
+    options_.detached = lifetime == ActorLifetime::DETACHED;
+    return *this;
+  }
+  // Resources held for the actor's whole life (default: none).
+  ActorCreator& SetResource(const std::string& name, double amount) {
+    options_.placement.resources[name] = amount;
+    options_.placement.resources_set = true;
+    return *this;
+  }
+  ActorCreator& SetResources(const std::map<std::string, double>& resources) {
+    for (const auto& [name, amount] : resources) SetResource(name, amount);
+    return *this;
+  }
+  ActorCreator& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
+    options_.placement.strategy = static_cast<int>(strategy.index());
+    if (auto* affinity = std::get_if<NodeAffinitySchedulingStrategy>(&strategy)) {
+      options_.placement.affinity_node_id = affinity->node_id;
+      options_.placement.affinity_soft = affinity->soft;
+    }
+    return *this;
+  }
+  ActorCreator& SetLabelSelector(const std::string& selector) {
+    options_.placement.label_selector = selector;
+    return *this;
+  }
+
+  template <class... Args>
+  ActorHandle<T> Remote(Args&&... args) {
+    static_assert(sizeof...(Args) == sizeof...(Params), "wrong number of arguments for this actor factory");
+    static_assert((internal::ArgumentFits<Params, Args>() && ...),
+                  "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
+    std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
+    return ActorHandle<T>(internal::CreateActor(name_, std::move(wire), options_));
+  }
+
+ private:
+  std::string name_;
+  internal::ActorOptionsData options_;
+};
+
+template <class T, class... Params>
+ActorCreator<T* (*)(Params...)> Actor(T* (*factory)(Params...)) {
+  return ActorCreator<T* (*)(Params...)>(factory);
+}
+
+// The live actor named `name` in `ray_namespace` (default: the job's), if any.
+template <class T>
+std::optional<ActorHandle<T>> GetActor(const std::string& name, const std::string& ray_namespace = "") {
+  std::string id = internal::GetNamedActor(name, ray_namespace);
+  if (id.empty()) return std::nullopt;
+  return ActorHandle<T>(id);
+}
+
+// Inside an actor method: ends the actor (no restart) once this call returns.
+[[noreturn]] inline void ExitActor() { throw internal::ActorExitSignal{}; }
+
+}  // namespace orb

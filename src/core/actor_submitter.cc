@@ -1,0 +1,185 @@
+#include "core/actor_submitter.h"
+
+#include <spdlog/spdlog.h>
+
+namespace orb {
+namespace {
+
+constexpr int kMaxBatch = 500;
+constexpr int kWatchWaitMs = 30000;
+
+}  // namespace
+
+ActorSubmitter::ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers,
+                               NodeID local_node)
+    : objects_(objects), gcs_(gcs), workers_(workers), local_node_(local_node) {}
+
+std::string ActorSubmitter::Describe(const rpc::ActorInfo& info) {
+  return "actor " + ActorID::FromBinary(info.actor_id()).Hex() + " (" + info.class_name() + ")";
+}
+
+void ActorSubmitter::Submit(rpc::TaskSpec spec) {
+  for (const auto& arg : spec.args()) {
+    if (arg.has_ref()) objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  std::string actor_id = spec.actor_id();
+  ActorState& actor = actors_[actor_id];
+  actor.waiting.push_back(Call{std::move(spec), 0});
+  Pump(actor_id, actor);
+}
+
+void ActorSubmitter::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+}
+
+void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
+  if (stopped_) return;
+  if (actor.known && actor.info.state() == rpc::ActorInfo::DEAD) {
+    rpc::ErrorType type = actor.info.death_error() == rpc::ERROR_NONE ? rpc::ACTOR_DIED : actor.info.death_error();
+    std::string message = Describe(actor.info) + " is dead: " + actor.info.death_reason();
+    while (!actor.waiting.empty()) {
+      FailCall(actor.waiting.front(), type, message);
+      actor.waiting.pop_front();
+    }
+    return;
+  }
+  if (!actor.reachable) {
+    if (!actor.watching) Watch(actor_id, actor);
+    return;
+  }
+  bool ordered = actor.info.creation_spec().actor_creation().max_concurrency() <= 1;
+  while (!actor.waiting.empty() && (!ordered || actor.in_flight.empty())) {
+    std::vector<Call> batch;
+    size_t n = ordered ? std::min<size_t>(actor.waiting.size(), kMaxBatch) : 1;
+    for (size_t i = 0; i < n; ++i) {
+      batch.push_back(std::move(actor.waiting.front()));
+      actor.waiting.pop_front();
+    }
+    SendBatch(actor_id, actor, std::move(batch));
+  }
+}
+
+void ActorSubmitter::SendBatch(const std::string& actor_id, ActorState& actor, std::vector<Call> calls) {
+  uint64_t batch = actor.next_batch++;
+  rpc::PushTasksRequest request;
+  for (auto& call : calls) {
+    // Retries learned after submission (the GCS's first report) apply from now on.
+    if (call.retries_left == 0 && call.spec.attempt() == 0) call.retries_left = actor.info.max_task_retries();
+    *request.add_tasks() = call.spec;
+  }
+  const rpc::Address& a = actor.info.address();
+  request.set_intended_worker_id(a.worker_id());
+  std::string address = NodeID::FromBinary(a.node_id()) == local_node_ && !a.unix_socket().empty()
+                            ? "unix:" + a.unix_socket()
+                            : a.ip() + ":" + std::to_string(a.port());
+  actor.in_flight[batch] = std::move(calls);
+  CallOptions options;
+  options.timeout = std::chrono::hours(24 * 365);  // a method may run as long as it likes
+  workers_->Get(address)->Call<rpc::PushTasksReply>(
+      ORB_RPC(PushTasks), request,
+      [this, actor_id, batch](const absl::Status& status, rpc::PushTasksReply&& reply) {
+        OnBatchDone(actor_id, batch, status, std::move(reply));
+      },
+      options);
+}
+
+void ActorSubmitter::OnBatchDone(const std::string& actor_id, uint64_t batch, const absl::Status& status,
+                                 rpc::PushTasksReply reply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ActorState& actor = actors_[actor_id];
+  auto it = actor.in_flight.find(batch);
+  if (it == actor.in_flight.end()) return;
+  std::vector<Call> calls = std::move(it->second);
+  actor.in_flight.erase(it);
+  if (status.ok()) {
+    std::unordered_map<std::string, rpc::TaskResult*> by_task;
+    for (auto& result : *reply.mutable_results()) by_task[result.task_id()] = &result;
+    for (auto& call : calls) {
+      auto found = by_task.find(call.spec.task_id());
+      if (found == by_task.end()) {
+        FailCall(call, rpc::ACTOR_DIED, Describe(actor.info) + " answered without a result for this call");
+      } else {
+        Complete(call.spec, std::move(*found->second->mutable_value()));
+      }
+    }
+    return Pump(actor_id, actor);
+  }
+  if (stopped_ || status.code() == absl::StatusCode::kCancelled) return;
+  // The actor's process is gone (or unreachable): retry what may be retried once the
+  // GCS says where it lives again, in the original order, ahead of later calls.
+  actor.reachable = false;
+  std::string why = Describe(actor.info) + " died while running this call (" + std::string(status.message()) + ")";
+  for (auto call = calls.rbegin(); call != calls.rend(); ++call) {
+    if (call->retries_left == 0) {
+      FailCall(*call, rpc::ACTOR_DIED, why + "; SetMaxTaskRetries(n) lets calls in flight run again after a restart");
+      continue;
+    }
+    if (call->retries_left > 0) --call->retries_left;
+    call->spec.set_attempt(call->spec.attempt() + 1);
+    actor.waiting.push_front(std::move(*call));
+  }
+  Pump(actor_id, actor);
+}
+
+void ActorSubmitter::Watch(const std::string& actor_id, ActorState& actor) {
+  actor.watching = true;
+  rpc::GetActorInfoRequest request;
+  request.set_actor_id(actor_id);
+  // Unknown: the current state at once. Known (pending, restarting, or alive but a push
+  // failed): the next version, or the same one again after kWatchWaitMs.
+  request.set_after_version(actor.known ? actor.info.version() : -1);
+  request.set_wait_ms(kWatchWaitMs);
+  CallOptions options;
+  options.timeout = std::chrono::milliseconds(kWatchWaitMs + 10000);
+  options.max_attempts = 5;
+  gcs_->Call<rpc::GetActorInfoReply>(
+      ORB_RPC(GetActorInfo), request,
+      [this, actor_id](const absl::Status& status, rpc::GetActorInfoReply&& reply) {
+        OnActorInfo(actor_id, status, std::move(reply));
+      },
+      options);
+}
+
+void ActorSubmitter::OnActorInfo(const std::string& actor_id, const absl::Status& status,
+                                 rpc::GetActorInfoReply reply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ActorState& actor = actors_[actor_id];
+  actor.watching = false;
+  if (stopped_ || status.code() == absl::StatusCode::kCancelled) return;
+  if (status.ok() && !reply.found()) {
+    actor.known = true;
+    actor.info.set_actor_id(actor_id);
+    actor.info.set_state(rpc::ActorInfo::DEAD);
+    actor.info.set_death_reason("the GCS has no such actor (a handle from another cluster?)");
+  } else if (status.ok() && (!actor.known || reply.actor().version() >= actor.info.version())) {
+    bool newer = !actor.known || reply.actor().version() > actor.info.version();
+    actor.info = std::move(*reply.mutable_actor());
+    actor.known = true;
+    // Same version after a failed push: the GCS has not noticed yet; try again.
+    if (actor.info.state() == rpc::ActorInfo::ALIVE && (newer || !actor.reachable)) actor.reachable = true;
+  }
+  Pump(actor_id, actor);
+  bool outstanding = !actor.waiting.empty() || !actor.in_flight.empty();
+  if (!actor.watching && outstanding && actor.info.state() != rpc::ActorInfo::DEAD && !actor.reachable) {
+    Watch(actor_id, actor);
+  }
+}
+
+void ActorSubmitter::FailCall(const Call& call, rpc::ErrorType type, const std::string& message) {
+  rpc::ObjectValue value;
+  value.mutable_error()->set_type(type);
+  value.mutable_error()->set_message(message);
+  Complete(call.spec, std::move(value));
+}
+
+void ActorSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+  for (const auto& arg : spec.args()) {
+    if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
+  }
+  objects_->SetReady(ObjectID::FromBinary(spec.return_id()), std::move(value));
+}
+
+}  // namespace orb

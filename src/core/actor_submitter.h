@@ -1,0 +1,77 @@
+// Sends actor method calls from this process (a driver or worker) to the actors'
+// workers, in order, and records their results in the ObjectTable.
+//
+// Per actor it keeps the last state the GCS reported (long-polling GetActorInfo for
+// the next version while calls are outstanding), the calls not sent yet, and the
+// batches in flight. For an ordered actor (max_concurrency 1) one batch is in flight at
+// a time, so calls run in submission order; calls made meanwhile go out together in the
+// next batch. A concurrent actor gets each call as soon as it is made.
+//
+// A batch whose push fails (the actor's process died): its calls with retries left
+// (the actor's max_task_retries) are queued again in front, in order, and sent once the
+// GCS reports the actor alive again (restarted); the others fail with ActorDiedError.
+// When the GCS reports the actor dead, every call waiting fails with its death reason
+// (a TaskError when its constructor threw).
+//
+// Submit() is thread-safe; replies arrive on gRPC threads. State is guarded by mu_.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/id.h"
+#include "common/rpc.h"
+#include "core/object_table.h"
+#include "core/worker_client_pool.h"
+#include "gcs_service.grpc.pb.h"
+
+namespace orb {
+
+class ActorSubmitter {
+ public:
+  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers, NodeID local_node);
+
+  // Takes one call (spec.actor_id set). Its return object must already be pending.
+  void Submit(rpc::TaskSpec spec);
+  // Stops sending; calls not sent yet stay pending.
+  void Shutdown();
+
+ private:
+  struct Call {
+    rpc::TaskSpec spec;
+    int retries_left = 0;  // -1: without limit
+  };
+  struct ActorState {
+    rpc::ActorInfo info;
+    bool known = false;      // info came from the GCS
+    bool reachable = false;  // ALIVE and no push to it has failed since that report
+    bool watching = false;
+    std::deque<Call> waiting;
+    std::map<uint64_t, std::vector<Call>> in_flight;  // batch number -> calls
+    uint64_t next_batch = 0;
+  };
+
+  void Pump(const std::string& actor_id, ActorState& actor);
+  void SendBatch(const std::string& actor_id, ActorState& actor, std::vector<Call> calls);
+  void OnBatchDone(const std::string& actor_id, uint64_t batch, const absl::Status& status, rpc::PushTasksReply reply);
+  void Watch(const std::string& actor_id, ActorState& actor);
+  void OnActorInfo(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
+  void FailCall(const Call& call, rpc::ErrorType type, const std::string& message);
+  void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
+  static std::string Describe(const rpc::ActorInfo& info);
+
+  ObjectTable* objects_;
+  RpcClient<rpc::GcsService>* gcs_;
+  WorkerClientPool* workers_;
+  NodeID local_node_;
+  std::mutex mu_;
+  std::unordered_map<std::string, ActorState> actors_;  // guarded by mu_
+  bool stopped_ = false;                                 // guarded by mu_
+};
+
+}  // namespace orb

@@ -1,0 +1,94 @@
+// CoreWorker's actor calls: creating actors (registered with the GCS, which schedules
+// them), calling their methods (through ActorSubmitter), killing and finding them.
+#include <spdlog/spdlog.h>
+
+#include "core/core_worker.h"
+
+namespace orb {
+namespace {
+
+// "Counter::Create" -> "Counter"; a free factory keeps its own name.
+std::string ClassNameOf(const std::string& factory_name) {
+  auto colons = factory_name.rfind("::");
+  return colons == std::string::npos ? factory_name : factory_name.substr(0, colons);
+}
+
+}  // namespace
+
+std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
+                                    const internal::ActorOptionsData& options) {
+  if (options.max_concurrency < 1) throw Error("max_concurrency must be at least 1");
+  if (options.max_restarts < -1) throw Error("max_restarts must be -1 (no limit) or more");
+  if (options.max_task_retries < -1) throw Error("max_task_retries must be -1 (no limit) or more");
+  rpc::TaskSpec spec = BuildSpec(factory_name, std::move(args), options.placement, /*default_cpu=*/false);
+  ActorID id = ActorID::FromRandom();
+  rpc::ActorCreationSpec* creation = spec.mutable_actor_creation();
+  creation->set_actor_id(id.Binary());
+  creation->set_max_concurrency(options.max_concurrency);
+  creation->set_class_name(ClassNameOf(factory_name));
+  spec.set_max_retries(0);
+
+  rpc::RegisterActorRequest request;
+  rpc::ActorInfo* actor = request.mutable_actor();
+  actor->set_actor_id(id.Binary());
+  actor->set_job_id(options_.job_id.Binary());
+  actor->set_name(options.name);
+  actor->set_namespace_(options.ray_namespace.empty() ? options_.ray_namespace : options.ray_namespace);
+  actor->set_class_name(creation->class_name());
+  actor->set_max_restarts(options.max_restarts);
+  actor->set_max_task_retries(options.max_task_retries);
+  actor->set_detached(options.detached);
+  *actor->mutable_creation_spec() = std::move(spec);
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::RegisterActorReply>(ORB_RPC(RegisterActor), request, call);
+  if (!reply.ok()) throw Error("cannot create actor " + factory_name + ": " + std::string(reply.status().message()));
+  return id.Binary();
+}
+
+internal::RefData CoreWorker::SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                              std::vector<internal::ArgData> args) {
+  if (ActorID::FromBinary(actor_id).IsNil()) throw Error("this actor handle is empty (default-constructed?)");
+  rpc::TaskSpec spec = BuildSpec(method_name, std::move(args), internal::TaskOptionsData(), /*default_cpu=*/false);
+  spec.set_actor_id(actor_id);
+  spec.set_max_retries(0);  // the actor's max_task_retries governs
+  ObjectID return_id = ObjectID::FromBinary(spec.return_id());
+  objects_->AddPending(return_id);
+  actor_submitter_->Submit(std::move(spec));
+  return internal::RefData{return_id.Binary(), OwnerString()};
+}
+
+void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const std::string& reason) {
+  rpc::KillActorRequest request;
+  request.set_actor_id(actor_id);
+  request.set_no_restart(no_restart);
+  request.set_reason(reason);
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::KillActorReply>(ORB_RPC(KillActor), request, call);
+  if (!reply.ok()) throw Error("cannot kill actor " + ActorID::FromBinary(actor_id).Hex() + ": " +
+                               std::string(reply.status().message()));
+}
+
+std::string CoreWorker::GetNamedActor(const std::string& name, const std::string& ray_namespace) {
+  rpc::GetNamedActorRequest request;
+  request.set_name(name);
+  request.set_namespace_(ray_namespace.empty() ? options_.ray_namespace : ray_namespace);
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::GetNamedActorReply>(ORB_RPC(GetNamedActor), request, call);
+  if (!reply.ok()) throw Error("cannot look up actor '" + name + "': " + std::string(reply.status().message()));
+  return reply->found() ? reply->actor().actor_id() : std::string();
+}
+
+std::string CoreWorker::CurrentActorId() const {
+  std::lock_guard<std::mutex> lock(actor_mu_);
+  return hosted_actor_id_.empty() ? std::string() : ActorID::FromBinary(hosted_actor_id_).Hex();
+}
+
+bool CoreWorker::WasCurrentActorRestarted() const {
+  std::lock_guard<std::mutex> lock(actor_mu_);
+  return hosted_actor_restarted_;
+}
+
+}  // namespace orb

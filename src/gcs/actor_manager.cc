@@ -1,0 +1,353 @@
+#include "gcs/actor_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/id.h"
+
+namespace orb::gcs {
+namespace {
+
+constexpr char kActorTable[] = "actor";
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Short(const std::string& actor_id) { return ActorID::FromBinary(actor_id).Hex().substr(0, 12); }
+
+grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
+
+}  // namespace
+
+ActorManager::ActorManager(TableStore* store, EventLoop* loop, NodeDirectoryAccess nodes, ActorManagerOptions options)
+    : store_(store),
+      loop_(loop),
+      nodes_(std::move(nodes)),
+      options_(std::move(options)),
+      raylets_(options_.token),
+      workers_(options_.token) {}
+
+ActorManager::~ActorManager() {
+  raylets_.Drain(std::chrono::seconds(2));
+  workers_.Drain(std::chrono::seconds(2));
+}
+
+absl::Status ActorManager::Load() {
+  auto rows = store_->Scan(kActorTable, "");
+  if (!rows.ok()) return rows.status();
+  for (const auto& [key, value] : *rows) {
+    rpc::ActorInfo actor;
+    if (!actor.ParseFromString(value)) return absl::DataLossError("corrupt actor record in GCS storage");
+    if (actor.state() != rpc::ActorInfo::DEAD) {
+      if (!actor.name().empty()) named_[NameKey(actor.namespace_(), actor.name())] = actor.actor_id();
+      if (actor.state() == rpc::ActorInfo::ALIVE) by_worker_[actor.address().worker_id()] = actor.actor_id();
+    }
+    actors_[actor.actor_id()] = std::move(actor);
+  }
+  return absl::OkStatus();
+}
+
+void ActorManager::Start() {
+  std::vector<std::string> ids;
+  for (const auto& [id, actor] : actors_) ids.push_back(id);
+  for (const auto& id : ids) {
+    rpc::ActorInfo& actor = actors_[id];
+    if (actor.state() == rpc::ActorInfo::PENDING_CREATION || actor.state() == rpc::ActorInfo::RESTARTING) {
+      Schedule(id);
+    } else if (actor.state() == rpc::ActorInfo::ALIVE && nodes_.raylet_of(actor.address().node_id()).empty()) {
+      OnFailure(actor, "its node died while the GCS was down", rpc::ACTOR_DIED, true);
+    }
+  }
+}
+
+rpc::ActorInfo* ActorManager::Find(const std::string& actor_id) {
+  auto it = actors_.find(actor_id);
+  return it == actors_.end() ? nullptr : &it->second;
+}
+
+void ActorManager::HandleRegisterActor(const rpc::RegisterActorRequest& req, rpc::RegisterActorReply*,
+                                       SendReply send) {
+  const rpc::ActorInfo& in = req.actor();
+  if (ActorID::FromBinary(in.actor_id()).IsNil()) return send(Invalid("actor_id must be 16 bytes"));
+  if (in.creation_spec().function_name().empty()) return send(Invalid("the actor needs a factory (creation task)"));
+  if (actors_.count(in.actor_id())) return send(grpc::Status::OK);  // a retried registration
+  if (!in.name().empty() && named_.count(NameKey(in.namespace_(), in.name()))) {
+    return send(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "an actor named '" + in.name() +
+                                                                   "' already exists in namespace '" +
+                                                                   in.namespace_() + "'"));
+  }
+  rpc::ActorInfo actor = in;
+  actor.set_state(rpc::ActorInfo::PENDING_CREATION);
+  actor.set_version(0);
+  actor.set_num_restarts(0);
+  actor.set_start_time_ms(NowMs());
+  actor.clear_address();
+  actor.clear_death_reason();
+  if (auto s = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString()); !s.ok()) return send(ToGrpc(s));
+  if (!actor.name().empty()) named_[NameKey(actor.namespace_(), actor.name())] = actor.actor_id();
+  std::string id = actor.actor_id();
+  spdlog::info("actor {} ({}) registered", Short(id), actor.class_name());
+  actors_[id] = std::move(actor);
+  send(grpc::Status::OK);
+  Schedule(id);
+}
+
+void ActorManager::Schedule(const std::string& actor_id) {
+  rpc::ActorInfo* actor = Find(actor_id);
+  if (!actor || actor->state() == rpc::ActorInfo::DEAD) return;
+  uint64_t attempt = ++attempts_[actor_id];
+  std::string raylet = nodes_.raylet_of(actor->creation_spec().caller().node_id());
+  if (raylet.empty()) raylet = nodes_.any_raylet();
+  if (raylet.empty()) return RetryLater(actor_id, attempt);
+  RequestLease(actor_id, attempt, raylet, /*spilled=*/false);
+}
+
+void ActorManager::RetryLater(const std::string& actor_id, uint64_t attempt) {
+  loop_->RunAfter(options_.retry_delay, [this, actor_id, attempt] {
+    if (attempts_[actor_id] == attempt) Schedule(actor_id);
+  });
+}
+
+void ActorManager::RequestLease(const std::string& actor_id, uint64_t attempt, const std::string& raylet,
+                                bool spilled) {
+  const rpc::TaskSpec& spec = actors_[actor_id].creation_spec();
+  rpc::RequestWorkerLeaseRequest request;
+  request.set_job_id(spec.job_id());
+  *request.mutable_resources() = spec.resources();
+  request.set_scheduling_class("actor:" + actors_[actor_id].class_name());
+  *request.mutable_scheduling() = spec.scheduling();
+  request.set_grant_or_reject(spilled);
+  CallOptions options;
+  options.timeout = std::chrono::hours(24);  // a lease may queue until resources free up
+  raylets_.Get(raylet)->Call<rpc::RequestWorkerLeaseReply>(
+      ORB_RPC(RequestWorkerLease), request,
+      [this, actor_id, attempt, raylet](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
+        loop_->Post([this, actor_id, attempt, raylet, status, reply = std::move(reply)]() mutable {
+          OnLeaseReply(actor_id, attempt, raylet, status, std::move(reply));
+        });
+      },
+      options);
+}
+
+void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, const std::string& raylet,
+                                const absl::Status& status, rpc::RequestWorkerLeaseReply reply) {
+  rpc::ActorInfo* actor = Find(actor_id);
+  bool current = actor && attempts_[actor_id] == attempt && actor->state() != rpc::ActorInfo::DEAD;
+  if (!current) {
+    if (status.ok() && !reply.lease_id().empty()) {  // granted too late: give it back
+      rpc::ReturnWorkerRequest back;
+      back.set_lease_id(reply.lease_id());
+      back.set_worker_failed(true);
+      raylets_.Get(raylet)->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), back,
+                                                         [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
+    }
+    return;
+  }
+  if (!status.ok() || reply.rejected()) return RetryLater(actor_id, attempt);
+  if (reply.error().type() == rpc::INFEASIBLE) {
+    spdlog::warn("actor {} cannot be placed yet: {}", Short(actor_id), reply.error().message());
+    return RetryLater(actor_id, attempt);
+  }
+  if (reply.has_retry_at_raylet()) {
+    const rpc::Address& next = reply.retry_at_raylet();
+    return RequestLease(actor_id, attempt, next.ip() + ":" + std::to_string(next.port()), /*spilled=*/true);
+  }
+  actor->set_raylet_address(raylet);
+  actor->set_lease_id(reply.lease_id());
+  *actor->mutable_address() = reply.worker_address();
+  PushCreation(actor_id, attempt);
+}
+
+void ActorManager::PushCreation(const std::string& actor_id, uint64_t attempt) {
+  rpc::ActorInfo& actor = actors_[actor_id];
+  rpc::PushTasksRequest request;
+  rpc::TaskSpec* spec = request.add_tasks();
+  *spec = actor.creation_spec();
+  spec->mutable_actor_creation()->set_restarted(actor.num_restarts() > 0);
+  request.set_intended_worker_id(actor.address().worker_id());
+  CallOptions options;
+  options.timeout = std::chrono::hours(24);  // a constructor may take long
+  const rpc::Address& a = actor.address();
+  workers_.Get(a.ip() + ":" + std::to_string(a.port()))
+      ->Call<rpc::PushTasksReply>(
+          ORB_RPC(PushTasks), request,
+          [this, actor_id, attempt](const absl::Status& status, rpc::PushTasksReply&& reply) {
+            loop_->Post([this, actor_id, attempt, status, reply = std::move(reply)]() mutable {
+              OnCreationReply(actor_id, attempt, status, std::move(reply));
+            });
+          },
+          options);
+}
+
+void ActorManager::OnCreationReply(const std::string& actor_id, uint64_t attempt, const absl::Status& status,
+                                   rpc::PushTasksReply reply) {
+  rpc::ActorInfo* actor = Find(actor_id);
+  if (!actor || attempts_[actor_id] != attempt || actor->state() == rpc::ActorInfo::DEAD) return;
+  if (!status.ok()) {
+    return OnFailure(*actor, "its worker died while running the constructor (" + std::string(status.message()) + ")",
+                     rpc::ACTOR_DIED, true);
+  }
+  if (reply.results_size() == 1 && reply.results(0).value().has_error()) {
+    const rpc::ErrorInfo& error = reply.results(0).value().error();
+    bool retryable = error.type() == rpc::TASK_ERROR;  // a missing factory stays missing
+    return OnFailure(*actor, "the constructor failed: " + error.message(), error.type(), retryable);
+  }
+  actor->set_state(rpc::ActorInfo::ALIVE);
+  by_worker_[actor->address().worker_id()] = actor_id;
+  spdlog::info("actor {} ({}) alive on {}:{}{}", Short(actor_id), actor->class_name(), actor->address().ip(),
+               actor->address().port(), actor->num_restarts() > 0 ? " (restarted)" : "");
+  Changed(*actor);
+}
+
+void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
+  by_worker_.erase(actor.address().worker_id());
+  if (!actor.lease_id().empty() && !actor.raylet_address().empty()) {
+    rpc::ReturnWorkerRequest back;
+    back.set_lease_id(actor.lease_id());
+    back.set_worker_failed(true);  // the raylet kills the worker: no actor state survives
+    raylets_.Get(actor.raylet_address())
+        ->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), back, [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
+  }
+  actor.clear_lease_id();
+  actor.clear_raylet_address();
+  actor.clear_address();
+}
+
+void ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type,
+                             bool may_restart) {
+  if (actor.state() == rpc::ActorInfo::DEAD) return;
+  ReleaseWorker(actor);
+  bool restarts_left = actor.max_restarts() < 0 || actor.num_restarts() < actor.max_restarts();
+  if (!may_restart || !restarts_left) return MarkDead(actor, reason, type);
+  actor.set_num_restarts(actor.num_restarts() + 1);
+  actor.set_state(rpc::ActorInfo::RESTARTING);
+  spdlog::warn("actor {} ({}) failed: {}; restarting ({} of {})", Short(actor.actor_id()), actor.class_name(), reason,
+               actor.num_restarts(), actor.max_restarts() < 0 ? std::string("unlimited") : std::to_string(actor.max_restarts()));
+  Changed(actor);
+  Schedule(actor.actor_id());
+}
+
+void ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type) {
+  ReleaseWorker(actor);
+  ++attempts_[actor.actor_id()];  // scheduling in progress is void
+  actor.set_state(rpc::ActorInfo::DEAD);
+  actor.set_death_reason(reason);
+  actor.set_death_error(type);
+  actor.set_end_time_ms(NowMs());
+  if (!actor.name().empty()) {
+    auto it = named_.find(NameKey(actor.namespace_(), actor.name()));
+    if (it != named_.end() && it->second == actor.actor_id()) named_.erase(it);
+  }
+  spdlog::info("actor {} ({}) is dead: {}", Short(actor.actor_id()), actor.class_name(), reason);
+  Changed(actor);
+}
+
+void ActorManager::Changed(rpc::ActorInfo& actor) {
+  actor.set_version(actor.version() + 1);
+  if (auto s = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString()); !s.ok()) {
+    spdlog::error("cannot persist actor {}: {}", Short(actor.actor_id()), s.ToString());
+  }
+  auto it = waiters_.find(actor.actor_id());
+  if (it == waiters_.end()) return;
+  std::vector<Waiter> waiting = std::move(it->second);
+  waiters_.erase(it);
+  for (auto& w : waiting) {
+    if (actor.version() > w.after_version) {
+      w.reply->set_found(true);
+      *w.reply->mutable_actor() = actor;
+      w.send(grpc::Status::OK);
+    } else {
+      waiters_[actor.actor_id()].push_back(std::move(w));
+    }
+  }
+}
+
+void ActorManager::HandleGetActorInfo(const rpc::GetActorInfoRequest& req, rpc::GetActorInfoReply* reply,
+                                      SendReply send) {
+  rpc::ActorInfo* actor = Find(req.actor_id());
+  if (!actor) {
+    reply->set_found(false);
+    return send(grpc::Status::OK);
+  }
+  if (actor->version() > req.after_version() || req.wait_ms() <= 0 || actor->state() == rpc::ActorInfo::DEAD) {
+    reply->set_found(true);
+    *reply->mutable_actor() = *actor;
+    return send(grpc::Status::OK);
+  }
+  uint64_t id = next_waiter_++;
+  waiters_[req.actor_id()].push_back(Waiter{id, req.after_version(), reply, std::move(send)});
+  loop_->RunAfter(std::chrono::milliseconds(std::min(req.wait_ms(), 60000)), [this, actor_id = req.actor_id(), id] {
+    auto it = waiters_.find(actor_id);
+    if (it == waiters_.end()) return;
+    for (auto w = it->second.begin(); w != it->second.end(); ++w) {
+      if (w->id != id) continue;
+      w->reply->set_found(true);
+      *w->reply->mutable_actor() = actors_[actor_id];
+      w->send(grpc::Status::OK);
+      it->second.erase(w);
+      break;
+    }
+  });
+}
+
+void ActorManager::HandleGetNamedActor(const rpc::GetNamedActorRequest& req, rpc::GetNamedActorReply* reply,
+                                       SendReply send) {
+  auto it = named_.find(NameKey(req.namespace_(), req.name()));
+  reply->set_found(it != named_.end());
+  if (it != named_.end()) *reply->mutable_actor() = actors_[it->second];
+  send(grpc::Status::OK);
+}
+
+void ActorManager::HandleKillActor(const rpc::KillActorRequest& req, rpc::KillActorReply*, SendReply send) {
+  rpc::ActorInfo* actor = Find(req.actor_id());
+  if (!actor) return send(grpc::Status(grpc::StatusCode::NOT_FOUND, "no actor " + ActorID::FromBinary(req.actor_id()).Hex()));
+  std::string reason = req.reason().empty() ? "killed by ActorHandle::Kill()" : req.reason();
+  if (req.no_restart()) {
+    if (actor->state() != rpc::ActorInfo::DEAD) MarkDead(*actor, reason, rpc::ACTOR_DIED);
+  } else {
+    OnFailure(*actor, reason, rpc::ACTOR_DIED, true);
+  }
+  send(grpc::Status::OK);
+}
+
+void ActorManager::HandleListActors(const rpc::ListActorsRequest&, rpc::ListActorsReply* reply, SendReply send) {
+  for (const auto& [id, actor] : actors_) {
+    rpc::ActorInfo* out = reply->add_actors();
+    *out = actor;
+    out->clear_creation_spec();  // arguments can be large; not for listing
+  }
+  send(grpc::Status::OK);
+}
+
+void ActorManager::HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req,
+                                             rpc::ReportWorkerFailureReply*, SendReply send) {
+  auto it = by_worker_.find(req.worker_id());
+  if (it != by_worker_.end()) {
+    rpc::ActorInfo* actor = Find(it->second);
+    if (actor) OnFailure(*actor, "its worker process died (" + req.reason() + ")", rpc::ACTOR_DIED, true);
+  }
+  send(grpc::Status::OK);
+}
+
+void ActorManager::OnNodeDead(const std::string& node_id) {
+  std::vector<std::string> affected;
+  for (const auto& [id, actor] : actors_) {
+    if (actor.state() == rpc::ActorInfo::ALIVE && actor.address().node_id() == node_id) affected.push_back(id);
+  }
+  for (const auto& id : affected) {
+    // The lease died with the raylet: nothing to give back.
+    actors_[id].clear_lease_id();
+    OnFailure(actors_[id], "its node died", rpc::ACTOR_DIED, true);
+  }
+}
+
+void ActorManager::OnJobFinished(const std::string& job_id) {
+  std::vector<std::string> owned;
+  for (const auto& [id, actor] : actors_) {
+    if (actor.job_id() == job_id && !actor.detached() && actor.state() != rpc::ActorInfo::DEAD) owned.push_back(id);
+  }
+  for (const auto& id : owned) MarkDead(actors_[id], "its owner (the job's driver) exited", rpc::ACTOR_DIED);
+}
+
+}  // namespace orb::gcs

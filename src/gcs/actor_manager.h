@@ -1,0 +1,110 @@
+// The GCS's actor table and actor lifecycle.
+//
+// An actor is registered by its creator (the owner) and scheduled here: the manager
+// asks a raylet for a worker lease (the owner's node first, following spillback like a
+// task), pushes the creation task (the constructor call) to the leased worker, and
+// records the actor ALIVE at that worker's address. The lease is held for the actor's
+// life. When the worker dies (its raylet reports it), its node dies, or Kill() asks for
+// a restart, the actor is RESTARTING and scheduled again while restarts remain
+// (constructor rerun), else DEAD with the reason. A constructor that throws counts as a
+// failure too; with no restarts left the actor is dead with that TaskError. Actors not
+// detached die when their job finishes.
+//
+// Every change is written to the TableStore before it is visible and bumps the actor's
+// version; callers long-poll GetActorInfo for the version after the one they know.
+// Runs on the GCS event loop; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/client_pool.h"
+#include "common/event_loop.h"
+#include "common/rpc.h"
+#include "core_worker_service.grpc.pb.h"
+#include "gcs/table_store.h"
+#include "gcs_service.pb.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace orb::gcs {
+
+struct ActorManagerOptions {
+  std::string token;
+  // How long to wait before asking again when no node can take the actor now.
+  std::chrono::milliseconds retry_delay{500};
+};
+
+// What the manager needs to know about nodes, from the node table.
+struct NodeDirectoryAccess {
+  // The raylet address of a live node, or empty when the node is dead or unknown.
+  std::function<std::string(const std::string& node_id)> raylet_of;
+  // Any live raylet's address, or empty.
+  std::function<std::string()> any_raylet;
+};
+
+class ActorManager {
+ public:
+  ActorManager(TableStore* store, EventLoop* loop, NodeDirectoryAccess nodes, ActorManagerOptions options);
+  ~ActorManager();
+
+  absl::Status Load();
+  // Schedules actors that were pending or restarting, fails those on dead nodes.
+  void Start();
+
+  void HandleRegisterActor(const rpc::RegisterActorRequest& req, rpc::RegisterActorReply* reply, SendReply send);
+  void HandleGetActorInfo(const rpc::GetActorInfoRequest& req, rpc::GetActorInfoReply* reply, SendReply send);
+  void HandleGetNamedActor(const rpc::GetNamedActorRequest& req, rpc::GetNamedActorReply* reply, SendReply send);
+  void HandleKillActor(const rpc::KillActorRequest& req, rpc::KillActorReply* reply, SendReply send);
+  void HandleListActors(const rpc::ListActorsRequest& req, rpc::ListActorsReply* reply, SendReply send);
+  void HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req, rpc::ReportWorkerFailureReply* reply,
+                                 SendReply send);
+
+  void OnNodeDead(const std::string& node_id);
+  void OnJobFinished(const std::string& job_id);
+
+ private:
+  struct Waiter {
+    uint64_t id;
+    int64_t after_version;
+    rpc::GetActorInfoReply* reply;
+    SendReply send;
+  };
+
+  rpc::ActorInfo* Find(const std::string& actor_id);
+  void Schedule(const std::string& actor_id);
+  void RequestLease(const std::string& actor_id, uint64_t attempt, const std::string& raylet, bool spilled);
+  void OnLeaseReply(const std::string& actor_id, uint64_t attempt, const std::string& raylet,
+                    const absl::Status& status, rpc::RequestWorkerLeaseReply reply);
+  void PushCreation(const std::string& actor_id, uint64_t attempt);
+  void OnCreationReply(const std::string& actor_id, uint64_t attempt, const absl::Status& status,
+                       rpc::PushTasksReply reply);
+  void RetryLater(const std::string& actor_id, uint64_t attempt);
+  // The actor's process is gone or must go: restart while restarts remain, else dead.
+  void OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type, bool may_restart);
+  void MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type);
+  // Gives the actor's lease back; its raylet kills the worker.
+  void ReleaseWorker(rpc::ActorInfo& actor);
+  // Persists, bumps the version, and answers waiters.
+  void Changed(rpc::ActorInfo& actor);
+  static std::string NameKey(const std::string& ns, const std::string& name) { return ns + '\0' + name; }
+
+  TableStore* store_;
+  EventLoop* loop_;
+  NodeDirectoryAccess nodes_;
+  ActorManagerOptions options_;
+  ClientPool<rpc::RayletService> raylets_;
+  ClientPool<rpc::CoreWorkerService> workers_;
+  std::map<std::string, rpc::ActorInfo> actors_;
+  std::unordered_map<std::string, std::string> named_;      // namespace\0name -> actor ID, live actors only
+  std::unordered_map<std::string, std::string> by_worker_;  // worker ID -> actor ID
+  std::unordered_map<std::string, uint64_t> attempts_;      // actor ID -> current scheduling attempt
+  std::unordered_map<std::string, std::vector<Waiter>> waiters_;
+  uint64_t next_waiter_ = 1;
+};
+
+}  // namespace orb::gcs

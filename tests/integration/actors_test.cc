@@ -1,0 +1,200 @@
+// Actors end to end on the embedded cluster: ordered calls, names, Kill, crashes with
+// and without restarts, retried calls, many actors, handles passed around, concurrency,
+// ExitActor, and the errors a user would see.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "test_cluster.h"
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class Counter {
+ public:
+  explicit Counter(int start) : n_(start) {}
+  static Counter* Create(int start) { return new Counter(start); }
+  static Counter* CreateChecked(int start) {
+    if (start < 0) throw std::runtime_error("start must not be negative, got " + std::to_string(start));
+    return new Counter(start);
+  }
+  int Add(int x) { return n_ += x; }
+  int Get() const { return n_; }
+  int Pid() const { return static_cast<int>(::getpid()); }
+  bool Restarted() const { return orb::GetRuntimeContext().WasCurrentActorRestarted(); }
+  std::string ActorId() const { return orb::GetRuntimeContext().GetActorId(); }
+  int Crash() { std::_Exit(3); }
+  // Kills the process the first time (a marker file remembers), returns x after.
+  int CrashOnce(std::string marker, int x) {
+    if (!std::filesystem::exists(marker)) {
+      std::ofstream(marker) << "crashed";
+      std::_Exit(3);
+    }
+    return x;
+  }
+  std::vector<int64_t> Stamp(int ms) {
+    int64_t start = NowMs();
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return {start, NowMs()};
+  }
+  int Leave() { orb::ExitActor(); }
+  int NotRegistered() { return 0; }
+
+ private:
+  int n_;
+};
+ORB_REMOTE(Counter::Create, Counter::CreateChecked, &Counter::Add, &Counter::Get, &Counter::Pid, &Counter::Restarted,
+           &Counter::ActorId, &Counter::Crash, &Counter::CrashOnce, &Counter::Stamp, &Counter::Leave);
+
+// A task that calls an actor through a handle it received as an argument.
+int AddThroughHandle(orb::ActorHandle<Counter> counter, int x) { return *counter.Task(&Counter::Add).Remote(x).Get(); }
+ORB_REMOTE(AddThroughHandle);
+
+std::string TempMarker(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("orb-actors-test-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+}  // namespace
+
+TEST_CASE("100 calls run in the order they were made, and the state persists", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).Remote(0);
+  std::vector<orb::ObjectRef<int>> sums;
+  for (int i = 1; i <= 100; ++i) sums.push_back(counter.Task(&Counter::Add).Remote(i));
+  auto values = orb::Get(sums);
+  for (int i = 1; i <= 100; ++i) CHECK(*values[i - 1] == i * (i + 1) / 2);
+  CHECK(*counter.Task(&Counter::Get).Remote().Get() == 5050);
+  CHECK(counter.Task(&Counter::ActorId).Remote().Get()->size() == 32);
+  CHECK(*counter.Task(&Counter::ActorId).Remote().Get() == counter.ID());
+}
+
+TEST_CASE("a named actor is found by name; names are unique while the actor lives", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto created = orb::Actor(Counter::Create).SetName("the-counter").Remote(7);
+  auto found = orb::GetActor<Counter>("the-counter");
+  REQUIRE(found.has_value());
+  CHECK(*found->Task(&Counter::Add).Remote(1).Get() == 8);
+  CHECK(*created.Task(&Counter::Get).Remote().Get() == 8);
+  CHECK_FALSE(orb::GetActor<Counter>("no-such-counter").has_value());
+  CHECK_FALSE(orb::GetActor<Counter>("the-counter", "another-namespace").has_value());
+  CHECK_THROWS_WITH(orb::Actor(Counter::Create).SetName("the-counter").Remote(0), Catch::Contains("already exists"));
+  created.Kill();
+  // Dead actors give their names back.
+  CHECK(orb::testing::WaitFor([] { return !orb::GetActor<Counter>("the-counter").has_value(); },
+                              std::chrono::seconds(10)));
+  auto again = orb::Actor(Counter::Create).SetName("the-counter").Remote(1);
+  CHECK(*again.Task(&Counter::Get).Remote().Get() == 1);
+}
+
+TEST_CASE("Kill ends an actor: later calls throw ActorDiedError", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).Remote(1);
+  CHECK(*counter.Task(&Counter::Add).Remote(1).Get() == 2);
+  counter.Kill();
+  CHECK_THROWS_AS(counter.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
+  CHECK_THROWS_WITH(counter.Task(&Counter::Get).Remote().Get(30000), Catch::Contains("Kill"));
+}
+
+TEST_CASE("a crash without restarts makes that call and every later one ActorDiedError", "[actors][faults]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).Remote(1);
+  REQUIRE(*counter.Task(&Counter::Add).Remote(1).Get() == 2);
+  CHECK_THROWS_AS(counter.Task(&Counter::Crash).Remote().Get(30000), orb::ActorDiedError);
+  CHECK_THROWS_AS(counter.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
+}
+
+TEST_CASE("a crash with restarts left continues in a new process with the constructor rerun", "[actors][faults]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).SetMaxRestarts(1).Remote(10);
+  int first_pid = *counter.Task(&Counter::Pid).Remote().Get();
+  CHECK_FALSE(*counter.Task(&Counter::Restarted).Remote().Get());
+  CHECK(*counter.Task(&Counter::Add).Remote(5).Get() == 15);
+  // The call that crashed is not retried (no task retries): it fails...
+  CHECK_THROWS_AS(counter.Task(&Counter::Crash).Remote().Get(30000), orb::ActorDiedError);
+  // ...and the next call reaches the restarted actor, whose constructor ran again.
+  CHECK(*counter.Task(&Counter::Add).Remote(1).Get(30000) == 11);
+  CHECK(*counter.Task(&Counter::Restarted).Remote().Get());
+  CHECK(*counter.Task(&Counter::Pid).Remote().Get() != first_pid);
+  // No restarts left: the next crash is final.
+  CHECK_THROWS_AS(counter.Task(&Counter::Crash).Remote().Get(30000), orb::ActorDiedError);
+  CHECK_THROWS_AS(counter.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
+}
+
+TEST_CASE("with task retries, the call in flight when the actor died runs again after the restart", "[actors][faults]") {
+  orb::testing::EnsureCluster();
+  std::string marker = TempMarker("crash-once");
+  std::filesystem::remove(marker);
+  auto counter = orb::Actor(Counter::Create).SetMaxRestarts(1).SetMaxTaskRetries(1).Remote(0);
+  auto crashing = counter.Task(&Counter::CrashOnce).Remote(marker, 42);
+  auto after = counter.Task(&Counter::Add).Remote(3);
+  CHECK(*crashing.Get(30000) == 42);
+  CHECK(*after.Get(30000) == 3);  // delivered after it, to the new process
+  CHECK(*counter.Task(&Counter::Restarted).Remote().Get());
+  std::filesystem::remove(marker);
+}
+
+TEST_CASE("eight small actors at once, each in its own process", "[actors]") {
+  orb::testing::EnsureCluster();
+  std::vector<orb::ActorHandle<Counter>> counters;
+  for (int i = 0; i < 8; ++i) counters.push_back(orb::Actor(Counter::Create).Remote(i * 100));
+  std::vector<orb::ObjectRef<int>> added, pids;
+  for (auto& c : counters) added.push_back(c.Task(&Counter::Add).Remote(1));
+  for (auto& c : counters) pids.push_back(c.Task(&Counter::Pid).Remote());
+  auto values = orb::Get(added, 60000);
+  for (int i = 0; i < 8; ++i) CHECK(*values[i] == i * 100 + 1);
+  std::set<int> distinct;
+  for (const auto& p : orb::Get(pids)) distinct.insert(*p);
+  CHECK(distinct.size() == 8);
+  for (auto& c : counters) c.Kill();
+}
+
+TEST_CASE("handles pass into tasks, which call the same actor", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).Remote(100);
+  CHECK(*orb::Task(AddThroughHandle).Remote(counter, 5).Get(30000) == 105);
+  CHECK(*orb::Task(AddThroughHandle).Remote(counter, 6).Get(30000) == 111);
+  CHECK(*counter.Task(&Counter::Get).Remote().Get() == 111);
+}
+
+TEST_CASE("max_concurrency runs calls at the same time", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).SetMaxConcurrency(4).Remote(0);
+  std::vector<orb::ObjectRef<std::vector<int64_t>>> stamps;
+  for (int i = 0; i < 4; ++i) stamps.push_back(counter.Task(&Counter::Stamp).Remote(500));
+  int64_t latest_start = 0, earliest_end = INT64_MAX;
+  for (const auto& s : orb::Get(stamps, 30000)) {
+    latest_start = std::max(latest_start, (*s)[0]);
+    earliest_end = std::min(earliest_end, (*s)[1]);
+  }
+  CHECK(latest_start < earliest_end);  // all four were running at one moment
+}
+
+TEST_CASE("ExitActor ends the actor after the call", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).SetMaxRestarts(3).Remote(0);
+  CHECK_THROWS_WITH(counter.Task(&Counter::Leave).Remote().Get(30000), Catch::Contains("ExitActor"));
+  CHECK_THROWS_AS(counter.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
+}
+
+TEST_CASE("bad input: a throwing constructor, an unregistered method, a handle to no actor", "[actors][errors]") {
+  orb::testing::EnsureCluster();
+  auto broken = orb::Actor(Counter::CreateChecked).Remote(-1);
+  CHECK_THROWS_AS(broken.Task(&Counter::Get).Remote().Get(30000), orb::TaskError);
+  CHECK_THROWS_WITH(broken.Task(&Counter::Get).Remote().Get(30000), Catch::Contains("start must not be negative"));
+  auto counter = orb::Actor(Counter::Create).Remote(0);
+  CHECK_THROWS_WITH(counter.Task(&Counter::NotRegistered), Catch::Contains("not registered"));
+  orb::ActorHandle<Counter> stranger(std::string(16, 'x'));
+  CHECK_THROWS_AS(stranger.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
+  CHECK_THROWS_AS(orb::Actor(Counter::Create).SetMaxConcurrency(0).Remote(0), orb::Error);
+  CHECK_THROWS_AS(orb::Actor(Counter::Create).SetResource("CPU", -1).Remote(0), orb::Error);
+}
