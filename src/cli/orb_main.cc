@@ -1,4 +1,5 @@
-// orb: the command line. `orb start --head`, `orb start --address`, `orb status`, `orb stop`.
+// orb: the command line. `orb start --head`, `orb start --address`, `orb status`,
+// `orb list actors`, `orb stop`.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "show nodes, resource usage and pending demand");
   status_cmd->add_option("--address", status_address, "GCS address (default: the local cluster)");
   status_cmd->callback([&] { std::exit(orb::cli::Status(status_address)); });
+
+  std::string list_what, list_address;
+  auto* list_cmd = app.add_subcommand("list", "list a cluster table: actors");
+  list_cmd->add_option("what", list_what, "the table: actors")->required()->check(CLI::IsMember({"actors"}));
+  list_cmd->add_option("--address", list_address, "GCS address (default: the local cluster)");
+  list_cmd->callback([&] { std::exit(orb::cli::List(list_what, list_address)); });
 
   bool force = false;
   auto* stop_cmd = app.add_subcommand("stop", "stop every orb process of this user on this machine");

@@ -24,11 +24,8 @@ std::string Amount(const std::string& name, double value) {
 }  // namespace
 
 int Status(const std::string& given_address) {
-  std::string address = given_address.empty() ? FindLocalClusterAddress() : given_address;
-  if (address.empty()) {
-    std::cerr << "orb status: no running local cluster found; pass --address HOST:PORT\n";
-    return 1;
-  }
+  std::string address = ResolveClusterAddress(given_address, "status");
+  if (address.empty()) return 1;
   RpcClient<rpc::GcsService> gcs(address, FindTokenForAddress(address));
   CallOptions call;
   call.timeout = std::chrono::milliseconds(5000);

@@ -1,0 +1,43 @@
+// A driver for actor_lifetime_test.sh: each run is one job.
+//   actor_driver --orb-address=A create-detached NAME   detached named Counter(5), Add(1)
+//   actor_driver --orb-address=A create-owned NAME      named Counter(5) owned by this job
+//   actor_driver --orb-address=A create-owned-and-die NAME   ...then exits without Shutdown
+//   actor_driver --orb-address=A call NAME              Add(1) on the named actor
+// Prints "value N" or "not found".
+#include <orb/api.h>
+
+#include <cstring>
+#include <iostream>
+
+class Counter {
+ public:
+  static Counter* Create(int start) { return new Counter{start}; }
+  int Add(int x) { return n += x; }
+  int n;
+};
+ORB_REMOTE(Counter::Create, &Counter::Add);
+
+int main(int argc, char** argv) {
+  orb::Init(argc, argv);
+  std::string command, name;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--orb-", 6) == 0) continue;
+    (command.empty() ? command : name) = argv[i];
+  }
+  if (command == "call") {
+    auto actor = orb::GetActor<Counter>(name);
+    if (!actor) {
+      std::cout << "not found" << std::endl;
+    } else {
+      std::cout << "value " << *actor->Task(&Counter::Add).Remote(1).Get(30000) << std::endl;
+    }
+  } else {
+    auto creator = orb::Actor(Counter::Create).SetName(name);
+    if (command == "create-detached") creator.SetLifetime(orb::ActorLifetime::DETACHED);
+    auto actor = creator.Remote(5);
+    std::cout << "value " << *actor.Task(&Counter::Add).Remote(1).Get(30000) << std::endl;
+    if (command == "create-owned-and-die") std::_Exit(0);
+  }
+  orb::Shutdown();
+  return 0;
+}

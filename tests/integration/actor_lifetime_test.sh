@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Actor lifetimes across jobs on an `orb start` cluster: a detached actor outlives the
+# driver that made it; an owned one dies with its driver, whether the driver shuts down
+# or dies; `orb list actors` shows both; the GCS killed and restarted loses no actor.
+set -euo pipefail
+trap 'echo "actor_lifetime_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+build_dir=$1
+orb="$build_dir/bin/orb"
+driver="$build_dir/tests/actor_driver"
+export ORB_TEMP_DIR=$(mktemp -d)
+trap '"$orb" stop --force >/dev/null 2>&1 || true; rm -rf "$ORB_TEMP_DIR"' EXIT
+
+start=$("$orb" start --head --port 0 --num-cpus 2)
+address=$(sed -n 's/^  GCS address: *//p' <<<"$start")
+session=$(sed -n 's/^  session: *//p' <<<"$start")
+run() { "$driver" --orb-address="$address" "$@" 2>&1; }
+wait_for() {  # wait_for <expected output> <driver args...>
+  local want=$1; shift
+  for _ in $(seq 1 100); do
+    out=$(run "$@")
+    [[ $out == *"$want"* ]] && return 0
+    sleep 0.2
+  done
+  echo "expected '$want' from '$*', got: $out"; return 1
+}
+
+[[ $(run create-detached keeper) == *"value 6"* ]]
+[[ $(run create-owned owned) == *"value 6"* ]]
+[[ $(run create-owned-and-die orphan) == *"value 6"* ]]
+
+echo "--- the detached actor outlives its driver; the owned ones died with theirs"
+[[ $(run call keeper) == *"value 7"* ]]
+wait_for "not found" call owned
+wait_for "not found" call orphan
+actors=$("$orb" list actors)
+echo "$actors"
+grep -q "keeper .*ALIVE" <<<"$actors" || grep -q "ALIVE *keeper" <<<"$actors"
+[[ $(grep -c "DEAD" <<<"$actors") -ge 2 ]]
+grep -q "owner" <<<"$actors"
+# The dead actors' processes are gone; the detached actor's remains.
+for _ in $(seq 1 50); do
+  [[ $(pgrep -c -f -- "$driver --orb-worker-mode" || true) == 1 ]] && break
+  sleep 0.2
+done
+[[ $(pgrep -c -f -- "$driver --orb-worker-mode" || true) == 1 ]] || { pgrep -a -f -- "$driver"; exit 1; }
+
+echo "--- the GCS killed and restarted on its storage keeps the actor table"
+gcs=$(cat "$session/gcs.pid")
+port=${address##*:}
+kill -9 "$gcs"
+"$build_dir/bin/gcs_server" --port "$port" --token-file "$session/token" --storage-dir "$session/storage" \
+  >"$session/logs/gcs-restarted.out" 2>&1 &
+echo $! >"$session/gcs.pid"
+disown
+wait_for "value 8" call keeper
+actors=$("$orb" list actors)
+echo "$actors"
+[[ $(grep -c "DEAD" <<<"$actors") -ge 2 ]]
+echo "actor lifetime test passed"
