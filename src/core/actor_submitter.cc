@@ -50,10 +50,12 @@ void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
     if (!actor.watching) Watch(actor_id, actor);
     return;
   }
-  bool ordered = actor.info.creation_spec().actor_creation().max_concurrency() <= 1;
-  while (!actor.waiting.empty() && (!ordered || actor.in_flight.empty())) {
+  // An ordered actor has one batch in flight; a concurrent one up to max_concurrency,
+  // each of which its worker runs on its thread pool.
+  size_t max_batches = std::max(1, actor.info.creation_spec().actor_creation().max_concurrency());
+  while (!actor.waiting.empty() && actor.in_flight.size() < max_batches) {
     std::vector<Call> batch;
-    size_t n = ordered ? std::min<size_t>(actor.waiting.size(), kMaxBatch) : 1;
+    size_t n = std::min<size_t>(actor.waiting.size(), kMaxBatch);
     for (size_t i = 0; i < n; ++i) {
       batch.push_back(std::move(actor.waiting.front()));
       actor.waiting.pop_front();

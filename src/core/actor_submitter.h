@@ -5,7 +5,7 @@
 // the next version while calls are outstanding), the calls not sent yet, and the
 // batches in flight. For an ordered actor (max_concurrency 1) one batch is in flight at
 // a time, so calls run in submission order; calls made meanwhile go out together in the
-// next batch. A concurrent actor gets each call as soon as it is made.
+// next batch. A concurrent actor (max_concurrency n) has up to n batches in flight.
 //
 // A batch whose push fails (the actor's process died): its calls with retries left
 // (the actor's max_task_retries) are queued again in front, in order, and sent once the

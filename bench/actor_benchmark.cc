@@ -1,0 +1,103 @@
+// orb_actor_benchmark: Ray's actor microbenchmark metrics for orb, one JSON line each.
+//
+//   orb_actor_benchmark [--orb-address=H:P] [--quick]
+//
+// Metrics (Ray's names): 1_1_actor_calls_sync, 1_1_actor_calls_async,
+// 1_1_actor_calls_concurrent, 1_n_actor_calls_async, n_n_actor_calls_async, and
+// actors_per_second (100 actors created until each has answered a call).
+#include <orb/api.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+class Echo {
+ public:
+  static Echo* Create() { return new Echo(); }
+  int Call(int x) { return x; }
+};
+ORB_REMOTE(Echo::Create, &Echo::Call);
+
+// A client of n_n_actor_calls_async: makes `n` calls on its actor and waits for them.
+int CallMany(orb::ActorHandle<Echo> actor, int n) {
+  std::vector<orb::ObjectRef<int>> refs;
+  refs.reserve(n);
+  for (int i = 0; i < n; ++i) refs.push_back(actor.Task(&Echo::Call).Remote(i));
+  int sum = 0;
+  for (const auto& v : orb::Get(refs)) sum += *v;
+  return sum;
+}
+ORB_REMOTE(CallMany);
+
+using Clock = std::chrono::steady_clock;
+
+void Measure(const std::string& metric, const std::string& unit, double ops, const std::function<void()>& body) {
+  auto start = Clock::now();
+  body();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::cout << "{\"metric\": \"" << metric << "\", \"value\": " << ops / seconds << ", \"unit\": \"" << unit
+            << "\", \"seconds\": " << seconds << "}" << std::endl;
+}
+
+void CallAll(const std::vector<orb::ActorHandle<Echo>>& actors, int calls) {
+  std::vector<orb::ObjectRef<int>> refs;
+  refs.reserve(calls);
+  for (int i = 0; i < calls; ++i) refs.push_back(actors[i % actors.size()].Task(&Echo::Call).Remote(i));
+  orb::Get(refs);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) quick = quick || std::strcmp(argv[i], "--quick") == 0;
+  int scale = quick ? 10 : 1;
+  orb::Init(argc, argv);
+
+  auto actor = orb::Actor(Echo::Create).Remote();
+  orb::Get(actor.Task(&Echo::Call).Remote(0));  // created and reachable
+
+  int n = 5000 / scale;
+  Measure("1_1_actor_calls_sync", "calls/s", n, [&] {
+    for (int i = 0; i < n; ++i) orb::Get(actor.Task(&Echo::Call).Remote(i));
+  });
+  n = 50000 / scale;
+  Measure("1_1_actor_calls_async", "calls/s", n, [&] { CallAll({actor}, n); });
+
+  auto concurrent = orb::Actor(Echo::Create).SetMaxConcurrency(16).Remote();
+  orb::Get(concurrent.Task(&Echo::Call).Remote(0));
+  n = 20000 / scale;
+  Measure("1_1_actor_calls_concurrent", "calls/s", n, [&] { CallAll({concurrent}, n); });
+
+  std::vector<orb::ActorHandle<Echo>> many;
+  for (int i = 0; i < 4; ++i) many.push_back(orb::Actor(Echo::Create).Remote());
+  CallAll(many, 4);
+  n = 50000 / scale;
+  Measure("1_n_actor_calls_async", "calls/s", n, [&] { CallAll(many, n); });
+
+  // n clients (tasks), each calling its own actor.
+  int clients = 4, per_client = 10000 / scale;
+  Measure("n_n_actor_calls_async", "calls/s", clients * per_client, [&] {
+    std::vector<orb::ObjectRef<int>> done;
+    for (int c = 0; c < clients; ++c) done.push_back(orb::Task(CallMany).Remote(many[c], per_client));
+    orb::Get(done);
+  });
+
+  for (auto& a : many) a.Kill();
+  concurrent.Kill();
+  actor.Kill();
+  int count = 100 / (quick ? 5 : 1);
+  Measure("actors_per_second", "actors/s", count, [&] {
+    std::vector<orb::ActorHandle<Echo>> created;
+    for (int i = 0; i < count; ++i) created.push_back(orb::Actor(Echo::Create).Remote());
+    CallAll(created, count);
+    for (auto& a : created) a.Kill();
+  });
+  orb::Shutdown();
+  return 0;
+}
