@@ -156,6 +156,11 @@ class ActorCreator<T* (*)(Params...)> {
     options_.placement.label_selector = selector;
     return *this;
   }
+  // Lives in bundle `bundle_index` of `pg` (-1: any); removing the group ends it.
+  ActorCreator& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
+    internal::SetPlacement(&options_.placement, pg, bundle_index);
+    return *this;
+  }
 
   template <class... Args>
   ActorHandle<T> Remote(Args&&... args) {

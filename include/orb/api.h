@@ -25,6 +25,7 @@
 #include "orb/internal/function_registry.h"
 #include "orb/internal/runtime.h"
 #include "orb/object_ref.h"
+#include "orb/placement_group.h"
 #include "orb/scheduling.h"
 #include "orb/serialization.h"
 #include "orb/task_caller.h"

@@ -15,10 +15,22 @@
 #include "orb/errors.h"
 #include "orb/internal/function_registry.h"
 #include "orb/object_ref.h"
+#include "orb/placement_group.h"
 #include "orb/scheduling.h"
 
 namespace orb {
 namespace internal {
+
+// Puts a task or actor into bundle `index` of `pg` (-1: any bundle).
+inline void SetPlacement(TaskOptionsData* options, const PlacementGroup& pg, int index) {
+  if (pg.Empty()) throw Error("SetPlacementGroup: the placement group is empty (default-constructed)");
+  if (index < -1 || index >= static_cast<int>(pg.GetBundles().size())) {
+    throw Error("SetPlacementGroup: bundle index " + std::to_string(index) + " is out of range: the group has " +
+                std::to_string(pg.GetBundles().size()) + " bundle(s) (use -1 for any)");
+  }
+  options->placement_group_id = pg.GetID();
+  options->bundle_index = index;
+}
 
 template <class T>
 struct IsObjectRef : std::false_type {};
@@ -101,6 +113,11 @@ class TaskCaller<R (*)(Params...)> {
   // Nodes whose labels match are preferred; others are used when they are not available.
   TaskCaller& SetSoftLabelSelector(const std::string& selector) {
     options_.soft_label_selector = selector;
+    return *this;
+  }
+  // Runs in bundle `bundle_index` of `pg` (-1: any bundle), on that bundle's resources.
+  TaskCaller& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
+    internal::SetPlacement(&options_, pg, bundle_index);
     return *this;
   }
 

@@ -78,6 +78,7 @@ struct TaskTag {};
 struct ObjectTag {};
 struct LeaseTag {};
 struct ActorTag {};
+struct PlacementGroupTag {};
 
 using NodeID = BaseID<NodeTag, 16>;
 using WorkerID = BaseID<WorkerTag, 16>;
@@ -85,6 +86,7 @@ using JobID = BaseID<JobTag, 4>;
 using TaskID = BaseID<TaskTag, 16>;
 using LeaseID = BaseID<LeaseTag, 16>;
 using ActorID = BaseID<ActorTag, 16>;
+using PlacementGroupID = BaseID<PlacementGroupTag, 16>;
 
 // An object ID is the ID of the task that made it plus a 4-byte index: index 1.. for
 // task returns, and index with the top bit set for objects made by Put.

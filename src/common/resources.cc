@@ -152,4 +152,9 @@ std::string ResourceSet::ToString() const {
   return os.str();
 }
 
+std::string PlacementGroupResourceName(const std::string& resource, const std::string& pg_hex, int bundle_index) {
+  if (bundle_index < 0) return resource + "_group_" + pg_hex;
+  return resource + "_group_" + std::to_string(bundle_index) + "_" + pg_hex;
+}
+
 }  // namespace orb

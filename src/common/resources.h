@@ -58,4 +58,13 @@ class ResourceSet {
   std::vector<std::pair<int, int64_t>> amounts_;
 };
 
+// Placement group resources. A committed bundle `index` of group `pg_hex` adds, for each
+// resource R it holds, "R_group_<index>_<pg_hex>" and "R_group_<pg_hex>", plus
+// "bundle_group_<index>_<pg_hex>" and "bundle_group_<pg_hex>" (1000 each) that place
+// tasks needing no other resource. A task in the group asks for the renamed resources
+// (index -1: any bundle) and a thousandth of the bundle marker.
+std::string PlacementGroupResourceName(const std::string& resource, const std::string& pg_hex, int bundle_index);
+inline constexpr double kBundleMarkerAmount = 1000;
+inline constexpr double kBundleMarkerRequest = 0.001;
+
 }  // namespace orb

@@ -278,6 +278,17 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   } else if (default_cpu) {
     (*spec.mutable_resources())["CPU"] = 1;
   }
+  if (!options.placement_group_id.empty()) {
+    // In a group: ask for the bundle's renamed resources and a sliver of its marker.
+    PlacementGroupID pg = PlacementGroupID::FromHex(options.placement_group_id);
+    if (pg.IsNil()) throw Error("placement group ID '" + options.placement_group_id + "' is not 32 hex digits");
+    google::protobuf::Map<std::string, double> renamed;
+    for (const auto& [k, v] : spec.resources()) renamed[PlacementGroupResourceName(k, pg.Hex(), options.bundle_index)] = v;
+    renamed[PlacementGroupResourceName("bundle", pg.Hex(), options.bundle_index)] = kBundleMarkerRequest;
+    *spec.mutable_resources() = std::move(renamed);
+    scheduling->set_placement_group_id(pg.Binary());
+    scheduling->set_bundle_index(options.bundle_index);
+  }
   for (auto& arg : args) {
     auto* out = spec.add_args();
     if (!arg.is_ref) {

@@ -72,6 +72,12 @@ class CoreWorker {
   // Empty when no live actor has that name.
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
   std::string CurrentActorId() const;  // hex; empty outside an actor
+
+  // Placement groups (core_worker_placement_groups.cc). IDs are hex.
+  std::string CreatePlacementGroup(const std::string& name, const std::vector<std::map<std::string, double>>& bundles,
+                                   int strategy);
+  bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms);
+  void RemovePlacementGroup(const std::string& id_hex);
   bool WasCurrentActorRestarted() const;
 
   // Worker mode: runs pushed tasks on this thread until the worker is told to exit.

@@ -156,6 +156,17 @@ std::string GetNamedActor(const std::string& name, const std::string& ray_namesp
   return Worker().GetNamedActor(name, ray_namespace);
 }
 
+std::string CreatePlacementGroup(const std::string& name, const std::vector<std::map<std::string, double>>& bundles,
+                                 int strategy) {
+  return Worker().CreatePlacementGroup(name, bundles, strategy);
+}
+
+bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) {
+  return Worker().WaitPlacementGroupReady(id_hex, timeout_ms);
+}
+
+void RemovePlacementGroup(const std::string& id_hex) { Worker().RemovePlacementGroup(id_hex); }
+
 std::string CurrentActorId() { return g_worker ? g_worker->CurrentActorId() : std::string(); }
 bool WasCurrentActorRestarted() { return g_worker && g_worker->WasCurrentActorRestarted(); }
 

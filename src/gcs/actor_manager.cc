@@ -350,4 +350,15 @@ void ActorManager::OnJobFinished(const std::string& job_id) {
   for (const auto& id : owned) MarkDead(actors_[id], "its owner (the job's driver) exited", rpc::ACTOR_DIED);
 }
 
+void ActorManager::OnPlacementGroupRemoved(const std::string& placement_group_id) {
+  std::vector<std::string> inside;
+  for (const auto& [id, actor] : actors_) {
+    if (actor.creation_spec().scheduling().placement_group_id() == placement_group_id &&
+        actor.state() != rpc::ActorInfo::DEAD) {
+      inside.push_back(id);
+    }
+  }
+  for (const auto& id : inside) MarkDead(actors_[id], "its placement group was removed", rpc::ACTOR_DIED);
+}
+
 }  // namespace orb::gcs

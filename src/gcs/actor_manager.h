@@ -66,6 +66,8 @@ class ActorManager {
 
   void OnNodeDead(const std::string& node_id);
   void OnJobFinished(const std::string& job_id);
+  // The group's bundles are gone: its actors end (no restart).
+  void OnPlacementGroupRemoved(const std::string& placement_group_id);
 
  private:
   struct Waiter {

@@ -38,9 +38,22 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
     }
     return "";
   };
+  PlacementGroupAccess pg_access;
+  pg_access.raylet_of = access.raylet_of;
+  pg_access.live_nodes = [this] {
+    std::vector<NodeCapacity> live;
+    for (const auto& [id, node] : nodes_) {
+      if (node.state() == rpc::NodeInfo::ALIVE) {
+        live.push_back({node.node_id(), ResourceSet::FromAnyMap(node.resources_available())});
+      }
+    }
+    return live;
+  };
+  pg_access.on_removed = [this](const std::string& pg_id) { actors_->OnPlacementGroupRemoved(pg_id); };
   ActorManagerOptions actor_options;
   actor_options.token = options_.token;
   actors_ = std::make_unique<ActorManager>(store_.get(), loop_, std::move(access), actor_options);
+  placement_groups_ = std::make_unique<PlacementGroupManager>(store_.get(), loop_, std::move(pg_access), options_.token);
 }
 
 absl::StatusOr<std::unique_ptr<GcsHandler>> GcsHandler::Create(std::unique_ptr<TableStore> store, EventLoop* loop,
@@ -74,6 +87,7 @@ absl::Status GcsHandler::Load() {
     jobs_[JobID::FromBinary(job.job_id())] = std::move(job);
   }
   if (auto s = actors_->Load(); !s.ok()) return s;
+  if (auto s = placement_groups_->Load(); !s.ok()) return s;
   auto counter = store_->Get(kMetaTable, "next_job_id");
   if (!counter.ok()) return counter.status();
   if (counter->has_value()) next_job_id_ = static_cast<uint32_t>(std::stoul(**counter));
@@ -124,6 +138,7 @@ void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
   PublishNode(node);
   if (gossip_) gossip_->DeclareDead(node.node_id());
   actors_->OnNodeDead(node.node_id());
+  placement_groups_->OnNodeDead(node.node_id());
 }
 
 void GcsHandler::StartGossip(const std::string& self_address, gossip::GossipTransport* transport) {
@@ -139,6 +154,7 @@ void GcsHandler::StartGossip(const std::string& self_address, gossip::GossipTran
     if (node.state() == rpc::NodeInfo::ALIVE) SeedGossip(node);
   }
   actors_->Start();
+  placement_groups_->Start();
   loop_->RunEvery(std::chrono::milliseconds(10), [this] {
     gossip_->Tick();
     return true;

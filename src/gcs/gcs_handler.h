@@ -23,6 +23,7 @@
 #include "common/id.h"
 #include "common/rpc.h"
 #include "gcs/actor_manager.h"
+#include "gcs/placement_group_manager.h"
 #include "gcs/publisher.h"
 #include "gcs/table_store.h"
 #include "gossip/gossip_node.h"
@@ -69,6 +70,7 @@ class GcsHandler {
   const std::string& cluster_id() const { return cluster_id_; }
   const gossip::GossipNode* gossip() const { return gossip_.get(); }
   ActorManager* actors() { return actors_.get(); }
+  PlacementGroupManager* placement_groups() { return placement_groups_.get(); }
 
  private:
   GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options);
@@ -86,6 +88,7 @@ class GcsHandler {
   Publisher publisher_;
   std::unordered_map<NodeID, rpc::NodeInfo> nodes_;
   std::unique_ptr<ActorManager> actors_;
+  std::unique_ptr<PlacementGroupManager> placement_groups_;
   std::string cluster_id_;
   gossip::NodeDirectory directory_;
   std::unique_ptr<gossip::GossipNode> gossip_;

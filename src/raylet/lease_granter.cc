@@ -266,6 +266,42 @@ void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
   Dispatch();
 }
 
+bool LeaseGranter::Reserve(const ResourceSet& resources) {
+  if (!available_.Contains(resources)) return false;
+  available_.Subtract(resources);
+  return true;
+}
+
+void LeaseGranter::Unreserve(const ResourceSet& resources) {
+  available_.Add(resources);
+  Dispatch();
+}
+
+void LeaseGranter::AddCapacity(const ResourceSet& resources) {
+  total_.Add(resources);
+  available_.Add(resources);
+  Dispatch();
+}
+
+void LeaseGranter::RemoveCapacity(const ResourceSet& resources) {
+  total_.Subtract(resources);
+  available_.Subtract(resources);
+}
+
+int LeaseGranter::KillLeasesHolding(const std::string& fragment) {
+  std::vector<LeaseID> doomed;
+  for (const auto& [id, lease] : leases_) {
+    for (const auto& [name, amount] : lease.resources.ToMap()) {
+      if (name.find(fragment) != std::string::npos) {
+        doomed.push_back(id);
+        break;
+      }
+    }
+  }
+  for (const auto& id : doomed) ReturnLease(id, /*worker_failed=*/true);
+  return static_cast<int>(doomed.size());
+}
+
 void LeaseGranter::SetBlocked(const WorkerID& worker, bool blocked) {
   auto lid = lease_of_worker_.find(worker);
   if (lid == lease_of_worker_.end()) return;

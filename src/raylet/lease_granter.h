@@ -60,6 +60,16 @@ class LeaseGranter {
   void UpdateClusterView(std::vector<NodeView> remote_nodes);
 
   const ResourceSet& total() const { return total_; }
+
+  // Placement group bundles (BundleManager): take resources out of what leases can use,
+  // give them back, or change the node's capacity (the group's own resources).
+  bool Reserve(const ResourceSet& resources);
+  void Unreserve(const ResourceSet& resources);
+  void AddCapacity(const ResourceSet& resources);
+  void RemoveCapacity(const ResourceSet& resources);
+  // Ends every lease holding a resource whose name contains `fragment` (its worker is
+  // killed); returns how many.
+  int KillLeasesHolding(const std::string& fragment);
   // A node of the cluster view (this one included); nullptr when unknown.
   const NodeView* FindNode(const NodeID& id) { return CurrentView().Find(id); }
   const ResourceSet& available() const { return available_; }

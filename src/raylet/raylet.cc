@@ -31,6 +31,9 @@ class RayletGrpcService : public rpc::RayletService::CallbackService {
   ORB_SERVICE_METHOD(GetNodeStats)
   ORB_SERVICE_METHOD(PullObject)
   ORB_SERVICE_METHOD(ReadObjectChunk)
+  ORB_SERVICE_METHOD(PrepareBundle)
+  ORB_SERVICE_METHOD(CommitBundle)
+  ORB_SERVICE_METHOD(ReturnBundle)
 
  private:
   Raylet* handler_;
@@ -108,6 +111,8 @@ absl::Status Raylet::Start() {
                                  });
   };
   lease_granter_ = std::make_unique<LeaseGranter>(options_.resources, worker_pool_.get(), fetch_job, &loop_, granter);
+
+  bundles_ = std::make_unique<BundleManager>(lease_granter_.get(), &loop_, std::chrono::seconds(10));
 
   ObjectPullerOptions puller;
   puller.token = options_.token;
@@ -217,7 +222,7 @@ void Raylet::StartGossip(const std::string& cluster_id) {
 void Raylet::PublishLocalState() {
   rpc::GossipNodeState state;
   state.set_address(options_.node_ip + ":" + std::to_string(port_));
-  for (const auto& [k, v] : options_.resources.ToMap()) (*state.mutable_resources_total())[k] = v;
+  for (const auto& [k, v] : lease_granter_->total().ToMap()) (*state.mutable_resources_total())[k] = v;
   for (const auto& [k, v] : lease_granter_->available().ToMap()) (*state.mutable_resources_available())[k] = v;
   for (const auto& [k, v] : options_.labels) (*state.mutable_labels())[k] = v;
   for (auto& d : lease_granter_->PendingDemand()) *state.add_pending_demand() = std::move(d);
@@ -413,6 +418,28 @@ void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeSta
   reply->set_num_objects(static_cast<int64_t>(object_store_.num_objects()));
   for (const auto& [name, value] : CounterSnapshot()) (*reply->mutable_metrics())[name] = value;
   for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply,
+                                 SendReply send) {
+  PlacementGroupID pg = PlacementGroupID::FromBinary(req.placement_group_id());
+  if (pg.IsNil() || req.bundle_index() < 0) return send(Invalid("PrepareBundle needs a placement group ID and index"));
+  if (auto s = ResourceSet::Validate({req.resources().begin(), req.resources().end()}); !s.ok()) {
+    return send(Invalid(std::string(s.message())));
+  }
+  reply->set_prepared(
+      bundles_->Prepare(pg.Hex(), req.bundle_index(), ResourceSet::FromAnyMap(req.resources())));
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleCommitBundle(const rpc::CommitBundleRequest& req, rpc::CommitBundleReply* reply, SendReply send) {
+  reply->set_committed(bundles_->Commit(PlacementGroupID::FromBinary(req.placement_group_id()).Hex(), req.bundle_index()));
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleReturnBundle(const rpc::ReturnBundleRequest& req, rpc::ReturnBundleReply*, SendReply send) {
+  bundles_->Return(PlacementGroupID::FromBinary(req.placement_group_id()).Hex(), req.bundle_index());
   send(grpc::Status::OK);
 }
 

@@ -22,6 +22,7 @@
 #include "gossip/grpc_transport.h"
 #include "raylet/lease_granter.h"
 #include "raylet/object_manager/object_puller.h"
+#include "raylet/placement/bundle_manager.h"
 #include "raylet/object_store/local_object_store.h"
 #include "common/shm_arena.h"
 #include "raylet/worker_pool.h"
@@ -72,6 +73,9 @@ class Raylet {
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
   void HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send);
   void HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply, SendReply send);
+  void HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply, SendReply send);
+  void HandleCommitBundle(const rpc::CommitBundleRequest& req, rpc::CommitBundleReply* reply, SendReply send);
+  void HandleReturnBundle(const rpc::ReturnBundleRequest& req, rpc::ReturnBundleReply* reply, SendReply send);
 
  private:
   Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena);
@@ -95,6 +99,7 @@ class Raylet {
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
   std::unique_ptr<ObjectPuller> object_puller_;
+  std::unique_ptr<BundleManager> bundles_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   gossip::NodeDirectory directory_;
   std::unique_ptr<gossip::GrpcGossipTransport> gossip_transport_;

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "test_cluster.h"
+#include "cli_cluster.h"
 
 namespace {
 
@@ -21,15 +21,7 @@ std::string WhereAmI(int sleep_ms) {
 }
 ORB_REMOTE(WhereAmI);
 
-std::string Run(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), pipe)) out += buf;
-  REQUIRE(::pclose(pipe) == 0);
-  return out;
-}
+using orb::testing::Run;
 
 // Waits until the driver's raylet can place work on `node` (its view has the node).
 bool WaitUntilPlaceable(const std::string& node) {
@@ -46,25 +38,12 @@ bool WaitUntilPlaceable(const std::string& node) {
 }
 
 // A head node with 2 CPUs and a second node with 2 CPUs, zone_b resources and a label.
-class TwoNodeCluster {
+class TwoNodeCluster : public orb::testing::CliCluster {
  public:
-  TwoNodeCluster() {
-    std::string bin = std::getenv("ORB_BIN_DIR");
-    orb_ = bin + "/orb";
-    temp_ = std::filesystem::temp_directory_path() / ("orb-multinode-" + std::to_string(::getpid()));
-    ::setenv("ORB_TEMP_DIR", temp_.c_str(), 1);
-    std::string head = Run(orb_ + " start --head --port 0 --num-cpus 2 --object-store-memory 268435456 --labels '{\"zone\": \"a\"}'");
-    auto pos = head.find("GCS address:");
-    REQUIRE(pos != std::string::npos);
-    address_ = head.substr(pos + 12);
-    address_ = address_.substr(address_.find_first_not_of(' '));
-    address_ = address_.substr(0, address_.find('\n'));
-    Run(orb_ + " start --address " + address_ +
-        " --num-cpus 2 --object-store-memory 268435456 --resources '{\"zone_b\": 2}' --labels '{\"zone\": \"b\"}'");
-    orb::Config config;
-    config.address = address_;
-    orb::Init(config);
-    REQUIRE(orb::testing::WaitFor([] { return orb::Nodes().size() == 2; }, std::chrono::seconds(10)));
+  TwoNodeCluster()
+      : CliCluster("multinode", "--num-cpus 2 --object-store-memory 268435456 --labels '{\"zone\": \"a\"}'",
+                   {"--num-cpus 2 --object-store-memory 268435456 --resources '{\"zone_b\": 2}' "
+                    "--labels '{\"zone\": \"b\"}'"}) {
     for (const auto& n : orb::Nodes()) {
       if (n.resources_total.count("zone_b")) {
         second_ = n.node_id;
@@ -72,18 +51,11 @@ class TwoNodeCluster {
         head_ = n.node_id;
       }
     }
-    // Raylets learn of each other through the GCS about once a second: wait until the
-    // head's raylet can place work on the second node.
+    // Raylets learn of each other by gossip: wait until the head's raylet can place
+    // work on the second node.
     REQUIRE(WaitUntilPlaceable(second_));
   }
-  ~TwoNodeCluster() {
-    orb::Shutdown();
-    std::system((orb_ + " stop > /dev/null").c_str());
-    if (!std::getenv("ORB_KEEP_TEST_TEMP")) std::filesystem::remove_all(temp_);
-  }
   std::string head_, second_;
-  std::string orb_, address_;
-  std::filesystem::path temp_;
 };
 
 TwoNodeCluster& Cluster() {

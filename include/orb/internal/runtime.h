@@ -48,6 +48,8 @@ struct TaskOptionsData {
   bool affinity_soft = false;
   std::string label_selector;       // hard
   std::string soft_label_selector;  // preferred
+  std::string placement_group_id;   // hex; empty: not in a group
+  int bundle_index = -1;            // -1: any bundle of the group
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so

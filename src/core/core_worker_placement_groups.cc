@@ -1,0 +1,77 @@
+// CoreWorker's placement group calls: create (validated here, placed by the GCS), wait
+// until every bundle is reserved, remove.
+#include <cmath>
+
+#include "core/core_worker.h"
+
+namespace orb {
+
+std::string CoreWorker::CreatePlacementGroup(const std::string& name,
+                                             const std::vector<std::map<std::string, double>>& bundles,
+                                             int strategy) {
+  if (bundles.empty()) throw Error("a placement group needs at least one bundle");
+  if (strategy < 0 || strategy > rpc::PlacementGroupInfo::STRICT_SPREAD) throw Error("unknown placement strategy");
+  rpc::CreatePlacementGroupRequest request;
+  rpc::PlacementGroupInfo* pg = request.mutable_placement_group();
+  PlacementGroupID id = PlacementGroupID::FromRandom();
+  pg->set_placement_group_id(id.Binary());
+  pg->set_name(name);
+  pg->set_strategy(static_cast<rpc::PlacementGroupInfo::Strategy>(strategy));
+  pg->set_job_id(options_.job_id.Binary());
+  for (size_t i = 0; i < bundles.size(); ++i) {
+    if (bundles[i].empty()) throw Error("bundle " + std::to_string(i) + " of the placement group has no resources");
+    rpc::Bundle* bundle = pg->add_bundles();
+    bundle->set_index(static_cast<int32_t>(i));
+    for (const auto& [resource, amount] : bundles[i]) {
+      if (!(amount > 0) || !std::isfinite(amount)) {
+        throw Error("bundle " + std::to_string(i) + " asks for " + std::to_string(amount) + " " + resource +
+                    "; amounts must be positive");
+      }
+      (*bundle->mutable_resources())[resource] = amount;
+    }
+  }
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::CreatePlacementGroupReply>(ORB_RPC(CreatePlacementGroup), request, call);
+  if (!reply.ok()) throw Error("cannot create placement group: " + std::string(reply.status().message()));
+  return id.Hex();
+}
+
+bool CoreWorker::WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) {
+  PlacementGroupID id = PlacementGroupID::FromHex(id_hex);
+  if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
+  int64_t version = -1;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    rpc::GetPlacementGroupRequest request;
+    request.set_placement_group_id(id.Binary());
+    request.set_after_version(version);
+    request.set_wait_ms(static_cast<int32_t>(std::clamp<int64_t>(left.count(), 0, 30000)));
+    CallOptions call;
+    call.timeout = std::chrono::milliseconds(request.wait_ms() + 5000);
+    call.max_attempts = 5;
+    auto reply = gcs_->CallSync<rpc::GetPlacementGroupReply>(ORB_RPC(GetPlacementGroup), request, call);
+    if (!reply.ok()) throw Error("cannot reach the GCS for placement group " + id_hex + ": " +
+                                 std::string(reply.status().message()));
+    if (!reply->found()) throw Error("no placement group " + id_hex);
+    const auto& pg = reply->placement_group();
+    if (pg.state() == rpc::PlacementGroupInfo::CREATED) return true;
+    if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return false;
+    version = pg.version();
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+  }
+}
+
+void CoreWorker::RemovePlacementGroup(const std::string& id_hex) {
+  PlacementGroupID id = PlacementGroupID::FromHex(id_hex);
+  if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
+  rpc::RemovePlacementGroupRequest request;
+  request.set_placement_group_id(id.Binary());
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::RemovePlacementGroupReply>(ORB_RPC(RemovePlacementGroup), request, call);
+  if (!reply.ok()) throw Error("cannot remove placement group " + id_hex + ": " + std::string(reply.status().message()));
+}
+
+}  // namespace orb

@@ -1,0 +1,288 @@
+#include "gcs/placement_group_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/id.h"
+
+namespace orb::gcs {
+namespace {
+
+constexpr char kPlacementGroupTable[] = "placement_group";
+
+std::string Short(const std::string& id) { return PlacementGroupID::FromBinary(id).Hex().substr(0, 12); }
+
+grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
+
+}  // namespace
+
+PlacementGroupManager::PlacementGroupManager(TableStore* store, EventLoop* loop, PlacementGroupAccess access,
+                                             std::string token, std::chrono::milliseconds retry_delay)
+    : store_(store), loop_(loop), access_(std::move(access)), retry_delay_(retry_delay), raylets_(std::move(token)) {}
+
+PlacementGroupManager::~PlacementGroupManager() { raylets_.Drain(std::chrono::seconds(2)); }
+
+absl::Status PlacementGroupManager::Load() {
+  auto rows = store_->Scan(kPlacementGroupTable, "");
+  if (!rows.ok()) return rows.status();
+  for (const auto& [key, value] : *rows) {
+    rpc::PlacementGroupInfo pg;
+    if (!pg.ParseFromString(value)) return absl::DataLossError("corrupt placement group record in GCS storage");
+    groups_[pg.placement_group_id()] = std::move(pg);
+  }
+  return absl::OkStatus();
+}
+
+void PlacementGroupManager::Start() {
+  std::vector<std::string> ids;
+  for (const auto& [id, pg] : groups_) ids.push_back(id);
+  for (const auto& id : ids) {
+    rpc::PlacementGroupInfo& pg = groups_[id];
+    for (auto& bundle : *pg.mutable_bundles()) {
+      if (!bundle.node_id().empty() && access_.raylet_of(bundle.node_id()).empty()) {
+        bundle.clear_node_id();
+        if (pg.state() == rpc::PlacementGroupInfo::CREATED) pg.set_state(rpc::PlacementGroupInfo::RESCHEDULING);
+      }
+    }
+    if (pg.state() != rpc::PlacementGroupInfo::CREATED && pg.state() != rpc::PlacementGroupInfo::REMOVED) Schedule(id);
+  }
+}
+
+void PlacementGroupManager::HandleCreatePlacementGroup(const rpc::CreatePlacementGroupRequest& req,
+                                                       rpc::CreatePlacementGroupReply*, SendReply send) {
+  const rpc::PlacementGroupInfo& in = req.placement_group();
+  if (PlacementGroupID::FromBinary(in.placement_group_id()).IsNil()) {
+    return send(Invalid("placement_group_id must be 16 bytes"));
+  }
+  if (in.bundles_size() == 0) return send(Invalid("a placement group needs at least one bundle"));
+  for (int i = 0; i < in.bundles_size(); ++i) {
+    const auto& resources = in.bundles(i).resources();
+    if (resources.empty()) return send(Invalid("bundle " + std::to_string(i) + " has no resources"));
+    for (const auto& [name, amount] : resources) {
+      if (!(amount > 0)) {
+        return send(Invalid("bundle " + std::to_string(i) + " asks for " + std::to_string(amount) + " " + name +
+                            "; amounts must be positive"));
+      }
+    }
+  }
+  if (groups_.count(in.placement_group_id())) return send(grpc::Status::OK);  // a retried create
+  rpc::PlacementGroupInfo pg = in;
+  pg.set_state(rpc::PlacementGroupInfo::PENDING);
+  pg.set_version(0);
+  for (int i = 0; i < pg.bundles_size(); ++i) {
+    pg.mutable_bundles(i)->set_index(i);
+    pg.mutable_bundles(i)->clear_node_id();
+  }
+  std::string id = pg.placement_group_id();
+  groups_[id] = std::move(pg);
+  Changed(groups_[id]);
+  send(grpc::Status::OK);
+  Schedule(id);
+}
+
+void PlacementGroupManager::Schedule(const std::string& pg_id) {
+  auto it = groups_.find(pg_id);
+  if (it == groups_.end() || it->second.state() == rpc::PlacementGroupInfo::REMOVED) return;
+  rpc::PlacementGroupInfo& pg = it->second;
+  std::vector<BundleToPlace> missing;
+  std::vector<std::string> used;
+  for (const auto& bundle : pg.bundles()) {
+    if (bundle.node_id().empty()) {
+      missing.push_back({bundle.index(), ResourceSet::FromAnyMap(bundle.resources())});
+    } else {
+      used.push_back(bundle.node_id());
+    }
+  }
+  Attempt attempt;
+  attempt.id = next_attempt_++;
+  if (missing.empty()) return;
+  auto placement = PlaceBundles(pg.strategy(), missing, used, access_.live_nodes());
+  if (!placement) {
+    std::string reason = "no set of live nodes has room for the bundles under " +
+                         rpc::PlacementGroupInfo::Strategy_Name(pg.strategy());
+    if (pg.pending_reason() != reason) {
+      pg.set_pending_reason(reason);
+      Changed(pg);
+    }
+    attempts_[pg_id] = attempt;
+    return RetryLater(pg_id, attempt.id);
+  }
+  attempt.placement = std::move(*placement);
+  attempt.replies_left = static_cast<int>(attempt.placement.size());
+  attempts_[pg_id] = attempt;
+  for (const auto& [index, node] : attempts_[pg_id].placement) {
+    rpc::PrepareBundleRequest request;
+    request.set_placement_group_id(pg_id);
+    request.set_bundle_index(index);
+    *request.mutable_resources() = pg.bundles(index).resources();
+    uint64_t id = attempt.id;
+    raylets_.Get(access_.raylet_of(node))
+        ->Call<rpc::PrepareBundleReply>(ORB_RPC(PrepareBundle), request,
+                                        [this, pg_id, id](const absl::Status& s, rpc::PrepareBundleReply&& reply) {
+                                          bool ok = s.ok() && reply.prepared();
+                                          loop_->Post([this, pg_id, id, ok] { OnPrepared(pg_id, id, ok); });
+                                        });
+  }
+}
+
+void PlacementGroupManager::RetryLater(const std::string& pg_id, uint64_t attempt) {
+  loop_->RunAfter(retry_delay_, [this, pg_id, attempt] {
+    auto it = attempts_.find(pg_id);
+    if (it != attempts_.end() && it->second.id == attempt) Schedule(pg_id);
+  });
+}
+
+void PlacementGroupManager::OnPrepared(const std::string& pg_id, uint64_t attempt_id, bool ok) {
+  auto it = attempts_.find(pg_id);
+  if (it == attempts_.end() || it->second.id != attempt_id) return;  // removed meanwhile: already returned
+  Attempt& attempt = it->second;
+  attempt.all_ok = attempt.all_ok && ok;
+  if (--attempt.replies_left > 0) return;
+  if (!attempt.all_ok) {
+    // Phase one failed somewhere (a view was stale): undo it everywhere, try again.
+    ReturnBundles(pg_id, attempt.placement);
+    return RetryLater(pg_id, attempt_id);
+  }
+  attempt.replies_left = static_cast<int>(attempt.placement.size());
+  for (const auto& [index, node] : attempt.placement) {
+    rpc::CommitBundleRequest request;
+    request.set_placement_group_id(pg_id);
+    request.set_bundle_index(index);
+    raylets_.Get(access_.raylet_of(node))
+        ->Call<rpc::CommitBundleReply>(ORB_RPC(CommitBundle), request,
+                                       [this, pg_id, attempt_id](const absl::Status& s, rpc::CommitBundleReply&& reply) {
+                                         bool ok = s.ok() && reply.committed();
+                                         loop_->Post([this, pg_id, attempt_id, ok] { OnCommitted(pg_id, attempt_id, ok); });
+                                       });
+  }
+}
+
+void PlacementGroupManager::OnCommitted(const std::string& pg_id, uint64_t attempt_id, bool ok) {
+  auto it = attempts_.find(pg_id);
+  if (it == attempts_.end() || it->second.id != attempt_id) return;
+  Attempt& attempt = it->second;
+  attempt.all_ok = attempt.all_ok && ok;
+  if (--attempt.replies_left > 0) return;
+  if (!attempt.all_ok) {
+    ReturnBundles(pg_id, attempt.placement);
+    return RetryLater(pg_id, attempt_id);
+  }
+  rpc::PlacementGroupInfo& pg = groups_[pg_id];
+  for (const auto& [index, node] : attempt.placement) pg.mutable_bundles(index)->set_node_id(node);
+  pg.set_state(rpc::PlacementGroupInfo::CREATED);
+  pg.clear_pending_reason();
+  attempts_.erase(it);
+  Changed(pg);
+}
+
+void PlacementGroupManager::ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement) {
+  for (const auto& [index, node] : placement) {
+    std::string raylet = access_.raylet_of(node);
+    if (raylet.empty()) continue;  // the node died, and the bundle with it
+    rpc::ReturnBundleRequest request;
+    request.set_placement_group_id(pg_id);
+    request.set_bundle_index(index);
+    raylets_.Get(raylet)->Call<rpc::ReturnBundleReply>(ORB_RPC(ReturnBundle), request,
+                                                       [](const absl::Status&, rpc::ReturnBundleReply&&) {});
+  }
+}
+
+void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacementGroupRequest& req,
+                                                       rpc::RemovePlacementGroupReply*, SendReply send) {
+  auto it = groups_.find(req.placement_group_id());
+  if (it == groups_.end()) {
+    return send(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                             "no placement group " + PlacementGroupID::FromBinary(req.placement_group_id()).Hex()));
+  }
+  rpc::PlacementGroupInfo& pg = it->second;
+  if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return send(grpc::Status::OK);
+  std::map<int, std::string> placed;
+  for (const auto& bundle : pg.bundles()) {
+    if (!bundle.node_id().empty()) placed[bundle.index()] = bundle.node_id();
+  }
+  auto attempt = attempts_.find(req.placement_group_id());
+  if (attempt != attempts_.end()) {
+    // A reservation in flight: return what it may have prepared; its replies are ignored.
+    for (const auto& [index, node] : attempt->second.placement) placed[index] = node;
+    attempts_.erase(attempt);
+  }
+  ReturnBundles(req.placement_group_id(), placed);
+  pg.set_state(rpc::PlacementGroupInfo::REMOVED);
+  Changed(pg);
+  send(grpc::Status::OK);
+  if (access_.on_removed) access_.on_removed(req.placement_group_id());
+}
+
+void PlacementGroupManager::OnNodeDead(const std::string& node_id) {
+  for (auto& [id, pg] : groups_) {
+    if (pg.state() == rpc::PlacementGroupInfo::REMOVED) continue;
+    bool lost = false;
+    for (auto& bundle : *pg.mutable_bundles()) {
+      if (bundle.node_id() == node_id) {
+        bundle.clear_node_id();
+        lost = true;
+      }
+    }
+    if (!lost) continue;
+    spdlog::warn("placement group {} lost bundles with node {}; rescheduling them", Short(id),
+                 NodeID::FromBinary(node_id).Hex().substr(0, 12));
+    if (pg.state() == rpc::PlacementGroupInfo::CREATED) pg.set_state(rpc::PlacementGroupInfo::RESCHEDULING);
+    Changed(pg);
+    if (!attempts_.count(id)) Schedule(id);
+  }
+}
+
+void PlacementGroupManager::Changed(rpc::PlacementGroupInfo& pg) {
+  pg.set_version(pg.version() + 1);
+  if (auto s = store_->Put(kPlacementGroupTable, pg.placement_group_id(), pg.SerializeAsString()); !s.ok()) {
+    spdlog::error("cannot persist placement group {}: {}", Short(pg.placement_group_id()), s.ToString());
+  }
+  auto it = waiters_.find(pg.placement_group_id());
+  if (it == waiters_.end()) return;
+  std::vector<Waiter> waiting = std::move(it->second);
+  waiters_.erase(it);
+  for (auto& w : waiting) {
+    if (pg.version() > w.after_version) {
+      w.reply->set_found(true);
+      *w.reply->mutable_placement_group() = pg;
+      w.send(grpc::Status::OK);
+    } else {
+      waiters_[pg.placement_group_id()].push_back(std::move(w));
+    }
+  }
+}
+
+void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroupRequest& req,
+                                                    rpc::GetPlacementGroupReply* reply, SendReply send) {
+  auto it = groups_.find(req.placement_group_id());
+  if (it == groups_.end()) {
+    reply->set_found(false);
+    return send(grpc::Status::OK);
+  }
+  if (it->second.version() > req.after_version() || req.wait_ms() <= 0) {
+    reply->set_found(true);
+    *reply->mutable_placement_group() = it->second;
+    return send(grpc::Status::OK);
+  }
+  uint64_t id = next_waiter_++;
+  waiters_[req.placement_group_id()].push_back(Waiter{id, req.after_version(), reply, std::move(send)});
+  loop_->RunAfter(std::chrono::milliseconds(std::min(req.wait_ms(), 60000)), [this, pg_id = req.placement_group_id(), id] {
+    auto w = waiters_.find(pg_id);
+    if (w == waiters_.end()) return;
+    for (auto it = w->second.begin(); it != w->second.end(); ++it) {
+      if (it->id != id) continue;
+      it->reply->set_found(true);
+      *it->reply->mutable_placement_group() = groups_[pg_id];
+      it->send(grpc::Status::OK);
+      w->second.erase(it);
+      break;
+    }
+  });
+}
+
+void PlacementGroupManager::HandleListPlacementGroups(const rpc::ListPlacementGroupsRequest&,
+                                                      rpc::ListPlacementGroupsReply* reply, SendReply send) {
+  for (const auto& [id, pg] : groups_) *reply->add_placement_groups() = pg;
+  send(grpc::Status::OK);
+}
+
+}  // namespace orb::gcs

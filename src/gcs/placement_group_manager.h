@@ -1,0 +1,92 @@
+// The GCS's placement groups: bundles of resources reserved together across nodes.
+//
+// Create records the group PENDING and schedules it: PlaceBundles picks a node per
+// bundle from the nodes' gossiped available resources, then a two-phase reservation
+// runs on the raylets — PrepareBundle on every chosen node, and CommitBundle on all of
+// them only if every prepare succeeded; otherwise the prepared bundles are returned and
+// the group waits (PENDING, with the reason) and is tried again shortly, without
+// blocking anything else. Remove returns every bundle (its raylet kills what runs in
+// it) and tells `on_removed` (the actor manager ends the group's actors). A node that
+// dies takes its bundles with it: the group is RESCHEDULING until those are placed
+// again under the same strategy.
+//
+// Changes are persisted and versioned like actors; GetPlacementGroup long-polls.
+// Runs on the GCS event loop; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/client_pool.h"
+#include "common/event_loop.h"
+#include "common/rpc.h"
+#include "gcs/bundle_placement.h"
+#include "gcs/table_store.h"
+#include "gcs_service.pb.h"
+#include "raylet_service.grpc.pb.h"
+
+namespace orb::gcs {
+
+struct PlacementGroupAccess {
+  std::function<std::vector<NodeCapacity>()> live_nodes;
+  std::function<std::string(const std::string& node_id)> raylet_of;  // empty when dead
+  std::function<void(const std::string& placement_group_id)> on_removed;
+};
+
+class PlacementGroupManager {
+ public:
+  PlacementGroupManager(TableStore* store, EventLoop* loop, PlacementGroupAccess access, std::string token,
+                        std::chrono::milliseconds retry_delay = std::chrono::milliseconds(200));
+  ~PlacementGroupManager();
+
+  absl::Status Load();
+  void Start();  // schedules groups that were not placed
+
+  void HandleCreatePlacementGroup(const rpc::CreatePlacementGroupRequest& req, rpc::CreatePlacementGroupReply* reply,
+                                  SendReply send);
+  void HandleRemovePlacementGroup(const rpc::RemovePlacementGroupRequest& req, rpc::RemovePlacementGroupReply* reply,
+                                  SendReply send);
+  void HandleGetPlacementGroup(const rpc::GetPlacementGroupRequest& req, rpc::GetPlacementGroupReply* reply,
+                               SendReply send);
+  void HandleListPlacementGroups(const rpc::ListPlacementGroupsRequest& req, rpc::ListPlacementGroupsReply* reply,
+                                 SendReply send);
+  void OnNodeDead(const std::string& node_id);
+
+ private:
+  struct Attempt {
+    uint64_t id = 0;
+    std::map<int, std::string> placement;  // bundle index -> node
+    int replies_left = 0;
+    bool all_ok = true;
+  };
+  struct Waiter {
+    uint64_t id;
+    int64_t after_version;
+    rpc::GetPlacementGroupReply* reply;
+    SendReply send;
+  };
+
+  void Schedule(const std::string& pg_id);
+  void RetryLater(const std::string& pg_id, uint64_t attempt);
+  void OnPrepared(const std::string& pg_id, uint64_t attempt, bool ok);
+  void OnCommitted(const std::string& pg_id, uint64_t attempt, bool ok);
+  void ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement);
+  void Changed(rpc::PlacementGroupInfo& pg);
+
+  TableStore* store_;
+  EventLoop* loop_;
+  PlacementGroupAccess access_;
+  std::chrono::milliseconds retry_delay_;
+  ClientPool<rpc::RayletService> raylets_;
+  std::map<std::string, rpc::PlacementGroupInfo> groups_;
+  std::unordered_map<std::string, Attempt> attempts_;  // the reservation in progress per group
+  std::unordered_map<std::string, std::vector<Waiter>> waiters_;
+  uint64_t next_attempt_ = 1;
+  uint64_t next_waiter_ = 1;
+};
+
+}  // namespace orb::gcs

@@ -1,0 +1,165 @@
+// Placement groups on three nodes started with the CLI: the four strategies, tasks and
+// actors in bundles, a group that waits for room, removal ending what runs inside, 50
+// create/remove cycles leaving resources as they were, and bad input.
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "cli_cluster.h"
+
+namespace {
+
+std::string WhereAmI() { return orb::GetRuntimeContext().GetNodeId(); }
+ORB_REMOTE(WhereAmI);
+
+class Pinned {
+ public:
+  static Pinned* Create() { return new Pinned(); }
+  std::string Node() { return orb::GetRuntimeContext().GetNodeId(); }
+};
+ORB_REMOTE(Pinned::Create, &Pinned::Node);
+
+// Three nodes of 2 CPUs each.
+orb::testing::CliCluster& Cluster() {
+  static orb::testing::CliCluster cluster("pg", "--num-cpus 2 --object-store-memory 134217728",
+                                          {"--num-cpus 2 --object-store-memory 134217728",
+                                           "--num-cpus 2 --object-store-memory 134217728"});
+  return cluster;
+}
+
+orb::PlacementGroup Create(orb::PlacementStrategy strategy, int bundles, double cpus) {
+  std::vector<std::map<std::string, double>> b(bundles, {{"CPU", cpus}});
+  return orb::CreatePlacementGroup({"test", b, strategy});
+}
+
+// The node each bundle's task runs on.
+std::vector<std::string> NodesOfBundles(const orb::PlacementGroup& pg) {
+  std::vector<orb::ObjectRef<std::string>> refs;
+  for (size_t i = 0; i < pg.GetBundles().size(); ++i) {
+    refs.push_back(orb::Task(WhereAmI).SetPlacementGroup(pg, static_cast<int>(i)).Remote());
+  }
+  std::vector<std::string> nodes;
+  for (const auto& n : orb::Get(refs, 60000)) nodes.push_back(*n);
+  return nodes;
+}
+
+double TotalAvailable(const std::string& resource) {
+  double sum = 0;
+  for (const auto& n : orb::Nodes()) {
+    if (!n.alive) continue;
+    auto it = n.resources_available.find(resource);
+    if (it != n.resources_available.end()) sum += it->second;
+  }
+  return sum;
+}
+
+bool AnyGroupResources() {
+  for (const auto& n : orb::Nodes()) {
+    for (const auto& [name, amount] : n.resources_total) {
+      if (name.find("_group_") != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+bool ResourcesSettleTo(double cpus) {
+  return orb::testing::WaitFor([&] { return TotalAvailable("CPU") == cpus && !AnyGroupResources(); },
+                               std::chrono::seconds(15));
+}
+
+}  // namespace
+
+TEST_CASE("STRICT_SPREAD puts every bundle on its own node, or waits", "[pg]") {
+  Cluster();
+  REQUIRE(ResourcesSettleTo(6));
+  auto pg = Create(orb::PlacementStrategy::STRICT_SPREAD, 3, 1);
+  REQUIRE(pg.Wait(30));
+  auto nodes = NodesOfBundles(pg);
+  CHECK(std::set<std::string>(nodes.begin(), nodes.end()).size() == 3);
+  auto four = Create(orb::PlacementStrategy::STRICT_SPREAD, 4, 1);
+  CHECK_FALSE(four.Wait(2));  // three nodes only: it stays pending
+  orb::RemovePlacementGroup(four.GetID());
+  orb::RemovePlacementGroup(pg.GetID());
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("STRICT_PACK and PACK put bundles that fit one node together", "[pg]") {
+  Cluster();
+  for (auto strategy : {orb::PlacementStrategy::STRICT_PACK, orb::PlacementStrategy::PACK}) {
+    auto pg = Create(strategy, 2, 1);
+    REQUIRE(pg.Wait(30));
+    auto nodes = NodesOfBundles(pg);
+    CHECK(nodes[0] == nodes[1]);
+    orb::RemovePlacementGroup(pg.GetID());
+  }
+  // Too big for one node: STRICT_PACK waits, PACK uses several nodes.
+  auto strict = Create(orb::PlacementStrategy::STRICT_PACK, 3, 1.5);
+  CHECK_FALSE(strict.Wait(2));
+  orb::RemovePlacementGroup(strict.GetID());
+  auto packed = Create(orb::PlacementStrategy::PACK, 3, 1.5);
+  REQUIRE(packed.Wait(30));
+  auto nodes = NodesOfBundles(packed);
+  CHECK(std::set<std::string>(nodes.begin(), nodes.end()).size() == 3);
+  orb::RemovePlacementGroup(packed.GetID());
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("SPREAD uses different nodes while it can", "[pg]") {
+  Cluster();
+  auto pg = Create(orb::PlacementStrategy::SPREAD, 3, 1);
+  REQUIRE(pg.Wait(30));
+  auto nodes = NodesOfBundles(pg);
+  CHECK(std::set<std::string>(nodes.begin(), nodes.end()).size() == 3);
+  orb::RemovePlacementGroup(pg.GetID());
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("a group that does not fit waits, and is placed when resources free up", "[pg]") {
+  Cluster();
+  auto everything = Create(orb::PlacementStrategy::STRICT_SPREAD, 3, 2);
+  REQUIRE(everything.Wait(30));
+  auto waiting = Create(orb::PlacementStrategy::PACK, 1, 1);
+  CHECK_FALSE(waiting.Wait(2));
+  orb::RemovePlacementGroup(everything.GetID());
+  CHECK(waiting.Wait(30));
+  orb::RemovePlacementGroup(waiting.GetID());
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("an actor lives in its bundle; removing the group ends it", "[pg][actors]") {
+  Cluster();
+  auto pg = Create(orb::PlacementStrategy::STRICT_SPREAD, 2, 1);
+  REQUIRE(pg.Wait(30));
+  auto nodes = NodesOfBundles(pg);
+  auto actor = orb::Actor(Pinned::Create).SetResource("CPU", 1).SetPlacementGroup(pg, 1).Remote();
+  CHECK(*actor.Task(&Pinned::Node).Remote().Get(30000) == nodes[1]);
+  orb::RemovePlacementGroup(pg.GetID());
+  CHECK_THROWS_AS(actor.Task(&Pinned::Node).Remote().Get(30000), orb::ActorDiedError);
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("50 create/remove cycles leave every node's resources as they were", "[pg]") {
+  Cluster();
+  REQUIRE(ResourcesSettleTo(6));
+  auto strategies = {orb::PlacementStrategy::PACK, orb::PlacementStrategy::SPREAD,
+                     orb::PlacementStrategy::STRICT_PACK, orb::PlacementStrategy::STRICT_SPREAD};
+  for (int i = 0; i < 50; ++i) {
+    auto pg = Create(*(strategies.begin() + i % 4), 2, 0.5);
+    REQUIRE(pg.Wait(30));
+    orb::RemovePlacementGroup(pg.GetID());
+  }
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("bad input: empty bundles, negative amounts, an index past the last bundle", "[pg][errors]") {
+  Cluster();
+  CHECK_THROWS_WITH(orb::CreatePlacementGroup({"x", {}, orb::PlacementStrategy::PACK}), Catch::Contains("at least one"));
+  CHECK_THROWS_WITH(orb::CreatePlacementGroup({"x", {{}}, orb::PlacementStrategy::PACK}), Catch::Contains("no resources"));
+  CHECK_THROWS_WITH(orb::CreatePlacementGroup({"x", {{{"CPU", -1}}}, orb::PlacementStrategy::PACK}),
+                    Catch::Contains("positive"));
+  auto pg = Create(orb::PlacementStrategy::PACK, 2, 0.5);
+  CHECK_THROWS_WITH(orb::Task(WhereAmI).SetPlacementGroup(pg, 2), Catch::Contains("out of range"));
+  CHECK_THROWS_AS(orb::Task(WhereAmI).SetPlacementGroup(orb::PlacementGroup(), 0), orb::Error);
+  CHECK_THROWS_AS(orb::RemovePlacementGroup("not-an-id"), orb::Error);
+  orb::RemovePlacementGroup(pg.GetID());
+}
