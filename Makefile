@@ -42,6 +42,7 @@ demo: build
 
 bench: build
 	$(BUILD_DIR)/bin/orb_microbenchmark
+	$(BUILD_DIR)/bin/orb_actor_benchmark
 
 install: build
 	cmake --install $(BUILD_DIR)

@@ -3,8 +3,9 @@
 //   orb_actor_benchmark [--orb-address=H:P] [--quick]
 //
 // Metrics (Ray's names): 1_1_actor_calls_sync, 1_1_actor_calls_async,
-// 1_1_actor_calls_concurrent, 1_n_actor_calls_async, n_n_actor_calls_async, and
-// actors_per_second (100 actors created until each has answered a call).
+// 1_1_actor_calls_concurrent, 1_n_actor_calls_async, n_n_actor_calls_async,
+// actors_per_second (100 actors created until each has answered a call), and
+// placement_group_create/removal (a one-bundle group created, waited for and removed).
 #include <orb/api.h>
 
 #include <chrono>
@@ -97,6 +98,14 @@ int main(int argc, char** argv) {
     for (int i = 0; i < count; ++i) created.push_back(orb::Actor(Echo::Create).Remote());
     CallAll(created, count);
     for (auto& a : created) a.Kill();
+  });
+  count = 1000 / scale;
+  Measure("placement_group_create/removal", "groups/s", count, [&] {
+    for (int i = 0; i < count; ++i) {
+      auto pg = orb::CreatePlacementGroup({"bench", {{{"CPU", 0.01}}}, orb::PlacementStrategy::PACK});
+      if (!pg.Wait(60)) std::cerr << "placement group not created in 60 s" << std::endl;
+      orb::RemovePlacementGroup(pg.GetID());
+    }
   });
   orb::Shutdown();
   return 0;

@@ -23,7 +23,7 @@ struct StartOptions {
 int Start(const StartOptions& options);
 int Status(const std::string& address);
 int Stop(bool force);
-// `orb list <what>`: actors.
+// `orb list <what>`: actors, placement-groups.
 int List(const std::string& what, const std::string& address);
 // `given`, or the local cluster's address; empty (after saying so) when there is none.
 std::string ResolveClusterAddress(const std::string& given, const std::string& command);

@@ -1,4 +1,4 @@
-// `orb list actors`: the GCS's actor table, one line per actor.
+// `orb list actors`, `orb list placement-groups`: the GCS's tables, one line per row.
 #include <iomanip>
 #include <iostream>
 
@@ -47,6 +47,36 @@ int ListActors(RpcClient<rpc::GcsService>& gcs, const std::string& address) {
   return 0;
 }
 
+int ListPlacementGroups(RpcClient<rpc::GcsService>& gcs, const std::string& address) {
+  CallOptions call;
+  call.timeout = std::chrono::milliseconds(5000);
+  auto reply = gcs.CallSync<rpc::ListPlacementGroupsReply>(ORB_RPC(ListPlacementGroups),
+                                                           rpc::ListPlacementGroupsRequest(), call);
+  if (!reply.ok()) {
+    std::cerr << "orb list: cannot reach the GCS at " << address << ": " << reply.status().message() << "\n";
+    return 1;
+  }
+  std::cout << std::left << std::setw(34) << "PLACEMENT_GROUP_ID" << std::setw(16) << "NAME" << std::setw(14)
+            << "STRATEGY" << std::setw(13) << "STATE" << "BUNDLES (resources @ node)\n";
+  for (const auto& pg : reply->placement_groups()) {
+    std::string bundles;
+    for (const auto& b : pg.bundles()) {
+      bundles += bundles.empty() ? "{" : " {";
+      bool first = true;
+      for (const auto& [name, amount] : b.resources()) {
+        bundles += (first ? "" : ", ") + name + ": " + std::to_string(amount).substr(0, 4);
+        first = false;
+      }
+      bundles += "}@" + (b.node_id().empty() ? std::string("-") : NodeID::FromBinary(b.node_id()).Hex().substr(0, 8));
+    }
+    std::cout << std::left << std::setw(34) << PlacementGroupID::FromBinary(pg.placement_group_id()).Hex()
+              << std::setw(16) << (pg.name().empty() ? "-" : pg.name()) << std::setw(14)
+              << rpc::PlacementGroupInfo::Strategy_Name(pg.strategy()) << std::setw(13)
+              << rpc::PlacementGroupInfo::State_Name(pg.state()) << bundles << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string ResolveClusterAddress(const std::string& given, const std::string& command) {
@@ -60,7 +90,8 @@ int List(const std::string& what, const std::string& given_address) {
   if (address.empty()) return 1;
   RpcClient<rpc::GcsService> gcs(address, FindTokenForAddress(address));
   if (what == "actors") return ListActors(gcs, address);
-  std::cerr << "orb list: unknown table '" << what << "' (known: actors)\n";
+  if (what == "placement-groups") return ListPlacementGroups(gcs, address);
+  std::cerr << "orb list: unknown table '" << what << "' (known: actors, placement-groups)\n";
   return 2;
 }
 

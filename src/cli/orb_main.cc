@@ -1,5 +1,5 @@
 // orb: the command line. `orb start --head`, `orb start --address`, `orb status`,
-// `orb list actors`, `orb stop`.
+// `orb list actors|placement-groups`, `orb stop`.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -33,8 +33,10 @@ int main(int argc, char** argv) {
   status_cmd->callback([&] { std::exit(orb::cli::Status(status_address)); });
 
   std::string list_what, list_address;
-  auto* list_cmd = app.add_subcommand("list", "list a cluster table: actors");
-  list_cmd->add_option("what", list_what, "the table: actors")->required()->check(CLI::IsMember({"actors"}));
+  auto* list_cmd = app.add_subcommand("list", "list a cluster table: actors, placement-groups");
+  list_cmd->add_option("what", list_what, "the table: actors or placement-groups")
+      ->required()
+      ->check(CLI::IsMember({"actors", "placement-groups"}));
   list_cmd->add_option("--address", list_address, "GCS address (default: the local cluster)");
   list_cmd->callback([&] { std::exit(orb::cli::List(list_what, list_address)); });
 

@@ -41,12 +41,11 @@ bool CoreWorker::WaitPlacementGroupReady(const std::string& id_hex, int64_t time
   PlacementGroupID id = PlacementGroupID::FromHex(id_hex);
   if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
-  int64_t version = -1;
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     rpc::GetPlacementGroupRequest request;
     request.set_placement_group_id(id.Binary());
-    request.set_after_version(version);
+    request.set_until_ready(true);
     request.set_wait_ms(static_cast<int32_t>(std::clamp<int64_t>(left.count(), 0, 30000)));
     CallOptions call;
     call.timeout = std::chrono::milliseconds(request.wait_ms() + 5000);
@@ -58,7 +57,6 @@ bool CoreWorker::WaitPlacementGroupReady(const std::string& id_hex, int64_t time
     const auto& pg = reply->placement_group();
     if (pg.state() == rpc::PlacementGroupInfo::CREATED) return true;
     if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return false;
-    version = pg.version();
     if (std::chrono::steady_clock::now() >= deadline) return false;
   }
 }

@@ -205,11 +205,12 @@ void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacemen
     for (const auto& [index, node] : attempt->second.placement) placed[index] = node;
     attempts_.erase(attempt);
   }
-  ReturnBundles(req.placement_group_id(), placed);
+  std::string id = req.placement_group_id();  // `req` is gone once the reply is sent
+  ReturnBundles(id, placed);
   pg.set_state(rpc::PlacementGroupInfo::REMOVED);
   Changed(pg);
+  if (access_.on_removed) access_.on_removed(id);
   send(grpc::Status::OK);
-  if (access_.on_removed) access_.on_removed(req.placement_group_id());
 }
 
 void PlacementGroupManager::OnNodeDead(const std::string& node_id) {
@@ -241,7 +242,7 @@ void PlacementGroupManager::Changed(rpc::PlacementGroupInfo& pg) {
   std::vector<Waiter> waiting = std::move(it->second);
   waiters_.erase(it);
   for (auto& w : waiting) {
-    if (pg.version() > w.after_version) {
+    if (Satisfies(pg, w.after_version, w.until_ready)) {
       w.reply->set_found(true);
       *w.reply->mutable_placement_group() = pg;
       w.send(grpc::Status::OK);
@@ -258,13 +259,14 @@ void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroup
     reply->set_found(false);
     return send(grpc::Status::OK);
   }
-  if (it->second.version() > req.after_version() || req.wait_ms() <= 0) {
+  if (Satisfies(it->second, req.after_version(), req.until_ready()) || req.wait_ms() <= 0) {
     reply->set_found(true);
     *reply->mutable_placement_group() = it->second;
     return send(grpc::Status::OK);
   }
   uint64_t id = next_waiter_++;
-  waiters_[req.placement_group_id()].push_back(Waiter{id, req.after_version(), reply, std::move(send)});
+  waiters_[req.placement_group_id()].push_back(
+      Waiter{id, req.after_version(), req.until_ready(), reply, std::move(send)});
   loop_->RunAfter(std::chrono::milliseconds(std::min(req.wait_ms(), 60000)), [this, pg_id = req.placement_group_id(), id] {
     auto w = waiters_.find(pg_id);
     if (w == waiters_.end()) return;
@@ -277,6 +279,13 @@ void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroup
       break;
     }
   });
+}
+
+bool PlacementGroupManager::Satisfies(const rpc::PlacementGroupInfo& pg, int64_t after_version, bool until_ready) {
+  if (until_ready) {
+    return pg.state() == rpc::PlacementGroupInfo::CREATED || pg.state() == rpc::PlacementGroupInfo::REMOVED;
+  }
+  return pg.version() > after_version;
 }
 
 void PlacementGroupManager::HandleListPlacementGroups(const rpc::ListPlacementGroupsRequest&,

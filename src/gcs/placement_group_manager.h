@@ -66,6 +66,7 @@ class PlacementGroupManager {
   struct Waiter {
     uint64_t id;
     int64_t after_version;
+    bool until_ready;
     rpc::GetPlacementGroupReply* reply;
     SendReply send;
   };
@@ -76,6 +77,7 @@ class PlacementGroupManager {
   void OnCommitted(const std::string& pg_id, uint64_t attempt, bool ok);
   void ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement);
   void Changed(rpc::PlacementGroupInfo& pg);
+  static bool Satisfies(const rpc::PlacementGroupInfo& pg, int64_t after_version, bool until_ready);
 
   TableStore* store_;
   EventLoop* loop_;

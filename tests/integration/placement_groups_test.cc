@@ -1,6 +1,8 @@
 // Placement groups on three nodes started with the CLI: the four strategies, tasks and
 // actors in bundles, a group that waits for room, removal ending what runs inside, 50
 // create/remove cycles leaving resources as they were, and bad input.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <set>
 #include <thread>
@@ -134,7 +136,18 @@ TEST_CASE("an actor lives in its bundle; removing the group ends it", "[pg][acto
   auto actor = orb::Actor(Pinned::Create).SetResource("CPU", 1).SetPlacementGroup(pg, 1).Remote();
   CHECK(*actor.Task(&Pinned::Node).Remote().Get(30000) == nodes[1]);
   orb::RemovePlacementGroup(pg.GetID());
-  CHECK_THROWS_AS(actor.Task(&Pinned::Node).Remote().Get(30000), orb::ActorDiedError);
+  // The actor's process is killed as the bundles are returned, just after Remove returns.
+  CHECK(orb::testing::WaitFor(
+      [&] {
+        try {
+          actor.Task(&Pinned::Node).Remote().Get(30000);
+          return false;
+        } catch (const orb::ActorDiedError&) {
+          return true;
+        }
+      },
+      std::chrono::seconds(30)));
+  CHECK_THROWS_WITH(actor.Task(&Pinned::Node).Remote().Get(30000), Catch::Contains("placement group was removed"));
   CHECK(ResourcesSettleTo(6));
 }
 
@@ -163,3 +176,45 @@ TEST_CASE("bad input: empty bundles, negative amounts, an index past the last bu
   CHECK_THROWS_AS(orb::RemovePlacementGroup("not-an-id"), orb::Error);
   orb::RemovePlacementGroup(pg.GetID());
 }
+
+// Last: it leaves the cluster with a fourth node.
+TEST_CASE("a node that dies takes its bundles; the group is placed again elsewhere", "[pg][faults]") {
+  auto& c = Cluster();
+  REQUIRE(ResourcesSettleTo(6));
+  // Two more nodes offering zone_x, started here so that their pids are known.
+  std::map<std::string, pid_t> pid_by_address;
+  for (int i = 0; i < 2; ++i) {
+    std::string out = orb::testing::Run(c.orb_ + " start --address " + c.address_ +
+                                        " --num-cpus 2 --resources '{\"zone_x\": 1}' --object-store-memory 67108864");
+    auto raylet = out.find("raylet ") + 7;
+    pid_by_address[out.substr(raylet, out.find(' ', raylet) - raylet)] = std::stoi(out.substr(out.find("(pid ") + 5));
+  }
+  REQUIRE(orb::testing::WaitFor([] { return TotalAvailable("zone_x") == 2; }, std::chrono::seconds(15)));
+  auto pg = orb::CreatePlacementGroup(
+      {"survivor", {{{"CPU", 1}}, {{"CPU", 1}, {"zone_x", 1}}}, orb::PlacementStrategy::SPREAD});
+  REQUIRE(pg.Wait(30));
+  auto before = NodesOfBundles(pg);
+  std::string victim_address;
+  for (const auto& n : orb::Nodes()) {
+    if (n.node_id == before[1]) victim_address = n.address;
+  }
+  REQUIRE(pid_by_address.count(victim_address));
+  REQUIRE(::kill(pid_by_address[victim_address], SIGKILL) == 0);
+  // Declared dead, its bundle is reserved again on the other zone_x node.
+  std::string after;
+  CHECK(orb::testing::WaitFor(
+      [&] {
+        try {
+          after = *orb::Task(WhereAmI).SetPlacementGroup(pg, 1).Remote().Get(5000);
+          return after != before[1];
+        } catch (const orb::Error&) {
+          return false;
+        }
+      },
+      std::chrono::seconds(40)));
+  CHECK(after != before[1]);
+  CHECK(pg.Wait(30));
+  CHECK(*orb::Task(WhereAmI).SetPlacementGroup(pg, 0).Remote().Get(30000) == before[0]);
+  orb::RemovePlacementGroup(pg.GetID());
+}
+
