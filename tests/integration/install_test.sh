@@ -24,6 +24,11 @@ if pgrep -u "$(id -u)" -f "$work/(prefix/bin/|consumer/app)" >/dev/null; then
   echo "Shutdown left processes behind:"; pgrep -a -u "$(id -u)" -f "$work/"; exit 1
 fi
 
+echo "--- actors on the embedded default"
+out=$("$work/consumer/actor_tour" 2>&1) || { echo "$out"; exit 1; }
+echo "$out"
+grep -q "actor tour ok" <<<"$out"
+
 echo "--- cluster from orb start --head"
 start=$("$work/prefix/bin/orb" start --head --port 0 --num-cpus 2)
 echo "$start"
