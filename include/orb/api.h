@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "orb/actor.h"
+#include "orb/collective.h"
 #include "orb/config.h"
 #include "orb/errors.h"
 #include "orb/internal/function_registry.h"

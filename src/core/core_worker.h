@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,11 @@ class CoreWorker {
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
   std::string CurrentActorId() const;  // hex; empty outside an actor
 
+  // The GCS key-value store, in this job's namespace unless `ns` is given.
+  void KvPut(const std::string& ns, const std::string& key, const std::string& value);
+  std::optional<std::string> KvGet(const std::string& ns, const std::string& key);
+  void KvDeletePrefix(const std::string& ns, const std::string& prefix);
+
   // Placement groups (core_worker_placement_groups.cc). IDs are hex.
   std::string CreatePlacementGroup(const std::string& name, const std::vector<std::map<std::string, double>>& bundles,
                                    int strategy);
@@ -86,6 +92,7 @@ class CoreWorker {
   void Disconnect();
 
   const NodeID& node_id() const { return node_id_; }
+  const std::string& node_ip() const { return options_.node_ip; }
   const JobID& job_id() const { return options_.job_id; }
   std::string CurrentTaskId() const;
 

@@ -1,5 +1,6 @@
 // CoreWorker's actor calls: creating actors (registered with the GCS, which schedules
-// them), calling their methods (through ActorSubmitter), killing and finding them.
+// them), calling their methods (through ActorSubmitter), killing and finding them; and
+// the GCS key-value calls that collectives rendezvous through.
 #include <spdlog/spdlog.h>
 
 #include "core/core_worker.h"
@@ -79,6 +80,41 @@ std::string CoreWorker::GetNamedActor(const std::string& name, const std::string
   auto reply = gcs_->CallSync<rpc::GetNamedActorReply>(ORB_RPC(GetNamedActor), request, call);
   if (!reply.ok()) throw Error("cannot look up actor '" + name + "': " + std::string(reply.status().message()));
   return reply->found() ? reply->actor().actor_id() : std::string();
+}
+
+void CoreWorker::KvPut(const std::string& ns, const std::string& key, const std::string& value) {
+  rpc::KvPutRequest request;
+  request.set_namespace_(ns);
+  request.set_key(key);
+  request.set_value(value);
+  request.set_overwrite(true);
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::KvPutReply>(ORB_RPC(KvPut), request, call);
+  if (!reply.ok()) throw Error("GCS key-value put of '" + key + "' failed: " + std::string(reply.status().message()));
+}
+
+std::optional<std::string> CoreWorker::KvGet(const std::string& ns, const std::string& key) {
+  rpc::KvGetRequest request;
+  request.set_namespace_(ns);
+  request.set_key(key);
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), request, call);
+  if (!reply.ok()) throw Error("GCS key-value get of '" + key + "' failed: " + std::string(reply.status().message()));
+  if (!reply->found()) return std::nullopt;
+  return reply->value();
+}
+
+void CoreWorker::KvDeletePrefix(const std::string& ns, const std::string& prefix) {
+  rpc::KvDeleteRequest request;
+  request.set_namespace_(ns);
+  request.set_key(prefix);
+  request.set_by_prefix(true);
+  CallOptions call;
+  call.max_attempts = 5;
+  auto reply = gcs_->CallSync<rpc::KvDeleteReply>(ORB_RPC(KvDelete), request, call);
+  if (!reply.ok()) throw Error("GCS key-value delete of '" + prefix + "' failed: " + std::string(reply.status().message()));
 }
 
 std::string CoreWorker::CurrentActorId() const {

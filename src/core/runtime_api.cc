@@ -167,6 +167,8 @@ bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) {
 
 void RemovePlacementGroup(const std::string& id_hex) { Worker().RemovePlacementGroup(id_hex); }
 
+CoreWorker& CurrentCoreWorker() { return Worker(); }
+
 std::string CurrentActorId() { return g_worker ? g_worker->CurrentActorId() : std::string(); }
 bool WasCurrentActorRestarted() { return g_worker && g_worker->WasCurrentActorRestarted(); }
 
