@@ -39,6 +39,7 @@ integration: build
 demo: build
 	$(BUILD_DIR)/examples/hello
 	$(BUILD_DIR)/examples/pi
+	$(BUILD_DIR)/examples/data_parallel_training --epochs=20 --kill-at-epoch=8
 
 bench: build
 	$(BUILD_DIR)/bin/orb_microbenchmark
