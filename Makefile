@@ -44,6 +44,7 @@ demo: build
 bench: build
 	$(BUILD_DIR)/bin/orb_microbenchmark
 	$(BUILD_DIR)/bin/orb_actor_benchmark
+	$(BUILD_DIR)/bin/orb_collective_benchmark
 
 install: build
 	cmake --install $(BUILD_DIR)

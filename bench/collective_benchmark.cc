@@ -1,0 +1,108 @@
+// orb_collective_benchmark: AllReduce (float32, sum) of 1 KiB, 1 MiB and 64 MiB among
+// 2 and 4 actors, through orb's collective API and through raw Gloo (the same
+// algorithm, on a context of its own, without orb's per-call checks) in the same run.
+// One JSON line per (ranks, size): time per call and algorithm bandwidth (bytes / time).
+//
+//   orb_collective_benchmark [--orb-address=H:P] [--quick]
+#include <orb/api.h>
+#include <unistd.h>
+
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace col = orb::collective;
+
+class Bencher {
+ public:
+  static Bencher* Create() { return new Bencher(); }
+  bool Join(std::string group, int size, int rank, std::string store_dir) {
+    col::InitGroup(group, size, rank, col::Backend::GLOO, std::chrono::seconds(120));
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    gloo::rendezvous::FileStore store(store_dir);
+    raw_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    raw_->setTimeout(std::chrono::seconds(120));
+    raw_->connectFullMesh(store, device);
+    return true;
+  }
+  // Seconds per AllReduce of `count` floats over `iters` calls (after one warm-up).
+  double Orb(std::string group, int count, int iters) {
+    std::vector<float> v(count, 1.0f);
+    col::AllReduce(col::View(v), group);
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) col::AllReduce(col::View(v), group);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+  }
+  double Raw(int count, int iters) {
+    std::vector<float> v(count, 1.0f);
+    auto once = [&] {
+      gloo::AllreduceOptions opts(raw_);
+      opts.setOutput(v.data(), v.size());
+      opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      gloo::allreduce(opts);
+    };
+    once();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) once();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+  }
+
+ private:
+  std::shared_ptr<gloo::rendezvous::Context> raw_;
+};
+ORB_REMOTE(Bencher::Create, &Bencher::Join, &Bencher::Orb, &Bencher::Raw);
+
+namespace {
+
+template <class F>
+double Slowest(const std::vector<orb::ActorHandle<Bencher>>& members, F call) {
+  std::vector<orb::ObjectRef<double>> refs;
+  for (size_t r = 0; r < members.size(); ++r) refs.push_back(call(members[r]));
+  double slowest = 0;
+  for (const auto& t : orb::Get(refs)) slowest = std::max(slowest, *t);
+  return slowest;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) quick = quick || std::strcmp(argv[i], "--quick") == 0;
+  orb::Init(argc, argv);
+  for (int ranks : {2, 4}) {
+    std::string group = "bench-" + std::to_string(ranks);
+    auto store = std::filesystem::temp_directory_path() / ("orb-gloo-bench-" + std::to_string(::getpid()) + "-" + group);
+    std::filesystem::create_directories(store);
+    std::vector<orb::ActorHandle<Bencher>> members;
+    for (int r = 0; r < ranks; ++r) members.push_back(orb::Actor(Bencher::Create).Remote());
+    std::vector<orb::ObjectRef<bool>> joined;
+    for (int r = 0; r < ranks; ++r) joined.push_back(members[r].Task(&Bencher::Join).Remote(group, ranks, r, store.string()));
+    orb::Get(joined);
+    for (auto [bytes, iters] : std::vector<std::pair<int, int>>{{1 << 10, 500}, {1 << 20, 30}, {64 << 20, 3}}) {
+      if (quick) iters = std::max(1, iters / 10);
+      int count = bytes / 4;
+      double orb_s = Slowest(members, [&](auto& m) { return m.Task(&Bencher::Orb).Remote(group, count, iters); });
+      double raw_s = Slowest(members, [&](auto& m) { return m.Task(&Bencher::Raw).Remote(count, iters); });
+      std::cout << "{\"metric\": \"allreduce_float32\", \"ranks\": " << ranks << ", \"bytes\": " << bytes
+                << ", \"orb_us\": " << orb_s * 1e6 << ", \"raw_gloo_us\": " << raw_s * 1e6
+                << ", \"orb_algbw_gbps\": " << bytes / orb_s / 1e9 << ", \"raw_gloo_algbw_gbps\": " << bytes / raw_s / 1e9
+                << "}" << std::endl;
+    }
+    for (auto& m : members) m.Kill();
+    std::filesystem::remove_all(store);
+  }
+  orb::Shutdown();
+  return 0;
+}
