@@ -11,6 +11,10 @@
 #include <sstream>
 
 #include "collective/gcs_kv_store.h"
+#include <dlfcn.h>
+
+#include <filesystem>
+
 #include "collective/gloo_group.h"
 #include "common/id.h"
 #include "core/current_core_worker.h"
@@ -21,14 +25,43 @@ namespace {
 std::mutex g_mu;
 std::map<std::string, std::shared_ptr<CollectiveGroup>> g_groups;  // guarded by g_mu
 
+using NcclConnect = CollectiveGroup* (*)(CoreWorker*, const char*, int, int, const char*, int64_t, std::string*);
+
+// The NCCL backend lives in liborb_nccl.so beside liborb, loaded on first use.
+NcclConnect LoadNcclBackend() {
+  static NcclConnect connect = nullptr;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info self;
+    std::string dir = ::dladdr(reinterpret_cast<void*>(&LoadNcclBackend), &self) && self.dli_fname
+                          ? std::filesystem::path(self.dli_fname).parent_path().string()
+                          : std::string(".");
+    void* plugin = ::dlopen((dir + "/liborb_nccl.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!plugin) {
+      failure = std::string("this orb has no NCCL backend (") + ::dlerror() +
+                "); it is built where CUDA and NCCL are found";
+      return;
+    }
+    connect = reinterpret_cast<NcclConnect>(::dlsym(plugin, "OrbNcclConnect"));
+    if (!connect) failure = "liborb_nccl.so has no OrbNcclConnect";
+  });
+  if (!connect) throw CollectiveError(failure);
+  return connect;
+}
+
 std::shared_ptr<CollectiveGroup> Join(const std::string& group, int world_size, int rank, Backend backend,
                                       const std::string& generation, std::chrono::milliseconds timeout) {
+  std::string prefix = group + "/" + generation + "/";
   if (backend == Backend::NCCL) {
-    throw CollectiveError("collective group '" + group +
-                          "': the NCCL backend is not available in this build of orb (CUDA tensors need it)");
+    NcclConnect connect = LoadNcclBackend();
+    std::string error;
+    CollectiveGroup* made = connect(&orb::internal::CurrentCoreWorker(), group.c_str(), rank, world_size,
+                                    prefix.c_str(), timeout.count(), &error);
+    if (!made) throw CollectiveError("collective group '" + group + "': " + error);
+    return std::shared_ptr<CollectiveGroup>(made);
   }
-  return GlooGroup::Connect(&orb::internal::CurrentCoreWorker(), group, rank, world_size,
-                            group + "/" + generation + "/", timeout);
+  return GlooGroup::Connect(&orb::internal::CurrentCoreWorker(), group, rank, world_size, prefix, timeout);
 }
 
 // A group this process is in; joins a group made by CreateGroup if this actor is in it.
@@ -63,9 +96,16 @@ std::shared_ptr<CollectiveGroup> Find(const std::string& group) {
 
 void CheckTensor(const Tensor& t, const char* what) {
   if (t.count > 0 && !t.data) throw CollectiveError(std::string(what) + ": the tensor has no data");
-  if (t.device >= 0) {
-    throw CollectiveError(std::string(what) + ": CUDA tensors need the NCCL backend, not available in this build");
+}
+
+// Gloo takes CPU tensors; NCCL checks devices itself.
+std::shared_ptr<CollectiveGroup> FindFor(const std::string& group, const Tensor& t, const char* what) {
+  auto g = Find(group);
+  if (g->backend() == Backend::GLOO && t.device >= 0) {
+    throw CollectiveError(std::string(what) + " on collective group '" + group +
+                          "': a CUDA tensor in a Gloo group (make the group with Backend::NCCL)");
   }
+  return g;
 }
 
 void CheckRank(const CollectiveGroup& g, int rank, const std::string& group, const char* what) {
@@ -109,12 +149,12 @@ void CreateGroupOfActors(const std::vector<std::string>& actor_ids, const std::s
 
 void AllReduce(Tensor tensor, const std::string& group, ReduceOp op) {
   CheckTensor(tensor, "AllReduce");
-  Find(group)->AllReduce(tensor, op);
+  FindFor(group, tensor, "AllReduce")->AllReduce(tensor, op);
 }
 
 void Broadcast(Tensor tensor, int root, const std::string& group) {
   CheckTensor(tensor, "Broadcast");
-  auto g = Find(group);
+  auto g = FindFor(group, tensor, "Broadcast");
   CheckRank(*g, root, group, "Broadcast");
   g->Broadcast(tensor, root);
 }
@@ -122,7 +162,7 @@ void Broadcast(Tensor tensor, int root, const std::string& group) {
 void AllGather(Tensor in, Tensor out, const std::string& group) {
   CheckTensor(in, "AllGather");
   CheckTensor(out, "AllGather");
-  auto g = Find(group);
+  auto g = FindFor(group, in, "AllGather");
   if (in.dtype != out.dtype || out.count != in.count * static_cast<size_t>(g->size())) {
     throw CollectiveError("AllGather on collective group '" + group + "': the output must hold world_size (" +
                           std::to_string(g->size()) + ") times the input, same dtype");
@@ -133,7 +173,7 @@ void AllGather(Tensor in, Tensor out, const std::string& group) {
 void ReduceScatter(Tensor in, Tensor out, const std::string& group, ReduceOp op) {
   CheckTensor(in, "ReduceScatter");
   CheckTensor(out, "ReduceScatter");
-  auto g = Find(group);
+  auto g = FindFor(group, in, "ReduceScatter");
   if (in.dtype != out.dtype || in.count != out.count * static_cast<size_t>(g->size())) {
     throw CollectiveError("ReduceScatter on collective group '" + group + "': the input must hold world_size (" +
                           std::to_string(g->size()) + ") times the output, same dtype");
@@ -143,14 +183,14 @@ void ReduceScatter(Tensor in, Tensor out, const std::string& group, ReduceOp op)
 
 void Reduce(Tensor tensor, int root, const std::string& group, ReduceOp op) {
   CheckTensor(tensor, "Reduce");
-  auto g = Find(group);
+  auto g = FindFor(group, tensor, "Reduce");
   CheckRank(*g, root, group, "Reduce");
   g->Reduce(tensor, root, op);
 }
 
 void Send(Tensor tensor, int dst, const std::string& group) {
   CheckTensor(tensor, "Send");
-  auto g = Find(group);
+  auto g = FindFor(group, tensor, "Send");
   CheckRank(*g, dst, group, "Send");
   if (dst == g->rank()) throw CollectiveError("Send: a member cannot send to itself");
   g->Send(tensor, dst);
@@ -158,7 +198,7 @@ void Send(Tensor tensor, int dst, const std::string& group) {
 
 void Recv(Tensor tensor, int src, const std::string& group) {
   CheckTensor(tensor, "Recv");
-  auto g = Find(group);
+  auto g = FindFor(group, tensor, "Recv");
   CheckRank(*g, src, group, "Recv");
   if (src == g->rank()) throw CollectiveError("Recv: a member cannot receive from itself");
   g->Recv(tensor, src);

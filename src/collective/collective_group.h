@@ -16,6 +16,7 @@ const char* DTypeName(DType dtype);
 class CollectiveGroup {
  public:
   virtual ~CollectiveGroup() = default;
+  virtual Backend backend() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual void AllReduce(const Tensor& tensor, ReduceOp op) = 0;

@@ -25,6 +25,7 @@ class GlooGroup : public CollectiveGroup {
                                             const std::string& kv_prefix, std::chrono::milliseconds timeout);
   ~GlooGroup() override;
 
+  Backend backend() const override { return Backend::GLOO; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void AllReduce(const Tensor& tensor, ReduceOp op) override;

@@ -241,3 +241,19 @@ TEST_CASE("a member that never comes: the collective fails after the group's tim
                     Catch::Contains("lonely"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
 }
+
+TEST_CASE("tensors must match the backend: CPU tensors in NCCL groups, CUDA tensors in Gloo groups fail clearly",
+          "[collective][errors]") {
+  orb::testing::EnsureCluster();
+  // The NCCL backend is a plugin loaded on first use; a one-member group needs no peer.
+  col::InitGroup("nccl-solo", 1, 0, col::Backend::NCCL, std::chrono::seconds(10));
+  std::vector<float> host(4, 1.0f);
+  CHECK_THROWS_WITH(col::AllReduce(col::View(host), "nccl-solo"), Catch::Contains("CUDA device"));
+  col::DestroyGroup("nccl-solo");
+  col::InitGroup("gloo-solo", 1, 0, col::Backend::GLOO, std::chrono::seconds(10));
+  col::Tensor on_gpu{host.data(), host.size(), col::DType::FLOAT32, 0};
+  CHECK_THROWS_WITH(col::AllReduce(on_gpu, "gloo-solo"), Catch::Contains("Backend::NCCL"));
+  col::AllReduce(col::View(host), "gloo-solo");  // a group of one: the values stay
+  CHECK(host == std::vector<float>(4, 1.0f));
+  col::DestroyGroup("gloo-solo");
+}
