@@ -35,6 +35,20 @@ void ActorSubmitter::Shutdown() {
   stopped_ = true;
 }
 
+void ActorSubmitter::OnKilled(const std::string& actor_id, bool no_restart) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ActorState& actor = actors_[actor_id];
+  actor.reachable = false;
+  if (no_restart) {
+    actor.known = true;
+    actor.info.set_actor_id(actor_id);
+    actor.info.set_state(rpc::ActorInfo::DEAD);
+    actor.info.set_death_error(rpc::ACTOR_DIED);
+    actor.info.set_death_reason("killed by ActorHandle::Kill()");
+  }
+  Pump(actor_id, actor);
+}
+
 void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
   if (stopped_) return;
   if (actor.known && actor.info.state() == rpc::ActorInfo::DEAD) {
@@ -104,6 +118,9 @@ void ActorSubmitter::OnBatchDone(const std::string& actor_id, uint64_t batch, co
       if (found == by_task.end()) {
         FailCall(call, rpc::ACTOR_DIED, Describe(actor.info) + " answered without a result for this call");
       } else {
+        // The worker itself says the actor is gone (ExitActor): send nothing more there
+        // until the GCS reports its end.
+        if (found->second->value().error().type() == rpc::ACTOR_DIED) actor.reachable = false;
         Complete(call.spec, std::move(*found->second->mutable_value()));
       }
     }

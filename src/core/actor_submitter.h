@@ -40,6 +40,9 @@ class ActorSubmitter {
   void Submit(rpc::TaskSpec spec);
   // Stops sending; calls not sent yet stay pending.
   void Shutdown();
+  // This process just killed the actor: later calls fail at once (no_restart), or wait
+  // for the GCS to report it again (a restart), instead of reaching the dying process.
+  void OnKilled(const std::string& actor_id, bool no_restart);
 
  private:
   struct Call {

@@ -69,6 +69,7 @@ void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const s
   auto reply = gcs_->CallSync<rpc::KillActorReply>(ORB_RPC(KillActor), request, call);
   if (!reply.ok()) throw Error("cannot kill actor " + ActorID::FromBinary(actor_id).Hex() + ": " +
                                std::string(reply.status().message()));
+  if (actor_submitter_) actor_submitter_->OnKilled(actor_id, no_restart);
 }
 
 std::string CoreWorker::GetNamedActor(const std::string& name, const std::string& ray_namespace) {
