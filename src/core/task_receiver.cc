@@ -1,5 +1,7 @@
 #include "core/task_receiver.h"
 
+#include <cstdlib>
+
 #include "orb/internal/function_registry.h"
 
 namespace orb {
@@ -35,6 +37,7 @@ void TaskReceiver::Run() {
       batch = std::move(queue_.front());
       queue_.pop_front();
     }
+    SetVisibleGpus(*batch.request);
     bool actor_calls = actor_pool_ && batch.request->tasks_size() > 0 && !batch.request->tasks(0).actor_id().empty();
     if (actor_calls) {
       RunOnPool(std::move(batch));
@@ -44,6 +47,20 @@ void TaskReceiver::Run() {
     batch.send(grpc::Status::OK);
     if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
   }
+}
+
+void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
+  // An actor's calls run under its creation's lease: they leave the setting alone.
+  if (request.tasks_size() > 0 && !request.tasks(0).actor_id().empty()) return;
+  if (request.gpu_ids_size() == 0) {
+    if (set_visible_gpus_) ::unsetenv("CUDA_VISIBLE_DEVICES");
+    set_visible_gpus_ = false;
+    return;
+  }
+  std::string ids;
+  for (int32_t gpu : request.gpu_ids()) ids += (ids.empty() ? "" : ",") + std::to_string(gpu);
+  ::setenv("CUDA_VISIBLE_DEVICES", ids.c_str(), 1);
+  set_visible_gpus_ = true;
 }
 
 void TaskReceiver::RunOnPool(Batch batch) {

@@ -9,6 +9,9 @@
 // later tasks for that actor call registered methods on it. With max_concurrency > 1
 // they run on a pool of that many threads instead of the main thread. orb::ExitActor()
 // in a method answers that call with ACTOR_DIED and then ends the actor.
+//
+// GPUs: a batch carries the GPU indices its lease holds; the worker sets
+// CUDA_VISIBLE_DEVICES to them before running it (an actor keeps its creation's).
 #pragma once
 
 #include <atomic>
@@ -59,12 +62,15 @@ class TaskReceiver {
   rpc::TaskResult Execute(const rpc::TaskSpec& spec);
   // Runs a batch of actor calls on the pool; answers when all are done.
   void RunOnPool(Batch batch);
+  // CUDA_VISIBLE_DEVICES = the GPUs of the batch's lease (unset when it holds none).
+  void SetVisibleGpus(const rpc::PushTasksRequest& request);
 
   Hooks hooks_;
   std::shared_ptr<void> actor_;  // the actor instance this worker hosts, if any
   std::string actor_id_;
   std::unique_ptr<ThreadPool> actor_pool_;  // for max_concurrency > 1
   std::atomic<bool> exit_requested_{false};
+  bool set_visible_gpus_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;  // guarded by mu_

@@ -196,6 +196,7 @@ void TaskSubmitter::OnLeaseReply(const std::string& key, RpcClient<rpc::RayletSe
   lease.id = id;
   lease.raylet = raylet;
   lease.address = reply.worker_address();
+  lease.gpu_ids.assign(reply.gpu_ids().begin(), reply.gpu_ids().end());
   // A worker on this node is reached over its Unix socket: cheaper than loopback TCP.
   bool same_node = lease.address.node_id() == options_.self_address.node_id();
   lease.client = workers_->Get(same_node && !lease.address.unix_socket().empty()
@@ -212,6 +213,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   ShapeQueue& queue = queues_[key];
   rpc::PushTasksRequest request;
   request.set_intended_worker_id(lease.address.worker_id());
+  for (int32_t gpu : lease.gpu_ids) request.add_gpu_ids(gpu);
   std::vector<rpc::TaskSpec> batch;
   for (int i = 0; i < batch_size && !queue.pending.empty(); ++i) {
     batch.push_back(std::move(queue.pending.front()));

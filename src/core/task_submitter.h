@@ -62,6 +62,7 @@ class TaskSubmitter {
     RpcClient<rpc::RayletService>* raylet = nullptr;  // the raylet that granted it
     rpc::Address address;
     RpcClient<rpc::CoreWorkerService>* client = nullptr;
+    std::vector<int32_t> gpu_ids;  // CUDA_VISIBLE_DEVICES for its tasks
     int batches_in_flight = 0;
     uint64_t idle_epoch = 0;  // bumped whenever work is pushed; stale idle timers do nothing
   };

@@ -156,6 +156,7 @@ void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, c
   actor->set_raylet_address(raylet);
   actor->set_lease_id(reply.lease_id());
   *actor->mutable_address() = reply.worker_address();
+  *actor->mutable_gpu_ids() = reply.gpu_ids();
   PushCreation(actor_id, attempt);
 }
 
@@ -166,6 +167,7 @@ void ActorManager::PushCreation(const std::string& actor_id, uint64_t attempt) {
   *spec = actor.creation_spec();
   spec->mutable_actor_creation()->set_restarted(actor.num_restarts() > 0);
   request.set_intended_worker_id(actor.address().worker_id());
+  *request.mutable_gpu_ids() = actor.gpu_ids();
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a constructor may take long
   const rpc::Address& a = actor.address();
@@ -212,6 +214,7 @@ void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
   actor.clear_lease_id();
   actor.clear_raylet_address();
   actor.clear_address();
+  actor.clear_gpu_ids();
 }
 
 void ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type,

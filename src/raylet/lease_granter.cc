@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace orb {
@@ -9,7 +11,27 @@ namespace orb {
 LeaseGranter::LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
                            LeaseGranterOptions options)
     : total_(total), available_(total), pool_(pool), fetch_job_(std::move(fetch_job)), loop_(loop),
-      options_(std::move(options)), scheduler_(options_.hybrid, options_.node_id.Hash()) {}
+      options_(std::move(options)), scheduler_(options_.hybrid, options_.node_id.Hash()),
+      gpu_users_(static_cast<size_t>(std::max(0.0, total.Get("GPU"))), 0) {}
+
+std::vector<int> LeaseGranter::AssignGpus(double amount) {
+  std::vector<int> chosen;
+  if (amount <= 0 || gpu_users_.empty()) return chosen;
+  size_t wanted = std::min(gpu_users_.size(), static_cast<size_t>(std::max(1.0, std::ceil(amount - 1e-9))));
+  std::vector<int> order(gpu_users_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return gpu_users_[a] < gpu_users_[b]; });
+  for (size_t i = 0; i < wanted; ++i) {
+    chosen.push_back(order[i]);
+    ++gpu_users_[order[i]];
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+void LeaseGranter::ReleaseGpus(const Lease& lease) {
+  for (int id : lease.gpus) --gpu_users_[id];
+}
 
 namespace {
 
@@ -192,13 +214,15 @@ void LeaseGranter::EnsureJobInfo(const JobID& job) {
 void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   LeaseID id = LeaseID::FromRandom();
   available_.Subtract(pending.resources);
-  leases_[id] = Lease{worker->id, pending.resources, pending.requester};
+  leases_[id] = Lease{worker->id, pending.resources, pending.requester, false,
+                      AssignGpus(pending.resources.Get("GPU"))};
   worker->held_by_gcs = pending.requester.IsNil();
   lease_of_worker_[worker->id] = id;
   spdlog::debug("lease {} granted: worker {} with {}", id.Hex().substr(0, 8), worker->id.Hex().substr(0, 8),
                 pending.resources.ToString());
   rpc::RequestWorkerLeaseReply reply;
   reply.set_lease_id(id.Binary());
+  for (int gpu : leases_[id].gpus) reply.add_gpu_ids(gpu);
   auto* address = reply.mutable_worker_address();
   address->set_ip(options_.node_ip);
   address->set_port(worker->port);
@@ -258,6 +282,7 @@ void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
   leases_.erase(it);
   lease_of_worker_.erase(lease.worker);
   available_.Add(HeldBy(lease));
+  ReleaseGpus(lease);
   if (worker_failed) {
     pool_->Kill(lease.worker);
   } else {
@@ -325,6 +350,7 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     auto it = leases_.find(lid->second);
     if (it != leases_.end()) {
       available_.Add(HeldBy(it->second));
+      ReleaseGpus(it->second);
       leases_.erase(it);
     }
     lease_of_worker_.erase(lid);

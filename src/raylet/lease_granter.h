@@ -91,7 +91,12 @@ class LeaseGranter {
     ResourceSet resources;
     WorkerID requester;  // the driver or worker that holds the lease
     bool blocked = false;
+    std::vector<int> gpus;  // GPU indices on this node
   };
+  // GPU indices for a lease of `amount` GPUs: whole GPUs each to one lease where they
+  // can be; a fraction shares the least used GPU.
+  std::vector<int> AssignGpus(double amount);
+  void ReleaseGpus(const Lease& lease);
   void EnsureJobInfo(const JobID& job);
   void Grant(PendingLease& pending, WorkerProcess* worker);
   void RejectInfeasible(uint64_t seq);
@@ -104,6 +109,7 @@ class LeaseGranter {
 
   ResourceSet total_;
   ResourceSet available_;
+  std::vector<int> gpu_users_;  // leases per GPU index
   WorkerPool* pool_;
   JobFetcher fetch_job_;
   EventLoop* loop_;

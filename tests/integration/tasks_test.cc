@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "test_cluster.h"
@@ -57,10 +58,19 @@ ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, 
 orb::Config TestConfig() {
   orb::Config config;
   config.num_cpus = 2;
+  config.num_gpus = 2;  // accounted, not used: tasks see them in CUDA_VISIBLE_DEVICES
   config.object_store_memory = 64ll << 20;
   config.infeasible_grace_ms = 300;
   return config;
 }
+
+// The GPUs a task was given, after a pause so that two such tasks overlap.
+std::string VisibleGpus(int pause_ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v ? v : "<unset>";
+}
+ORB_REMOTE(VisibleGpus);
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))).string();
@@ -223,4 +233,14 @@ TEST_CASE("runtime context and node listing describe where code runs", "[context
   CHECK(where.substr(0, 32) == nodes[0].node_id);
   CHECK(where.size() == 32 + 1 + 32);
   CHECK(orb::GetRuntimeContext().GetJobId().size() == 8);
+}
+
+TEST_CASE("a task that asks for GPUs sees its own in CUDA_VISIBLE_DEVICES; others see none", "[tasks][gpu]") {
+  orb::testing::EnsureCluster(TestConfig());
+  auto a = orb::Task(VisibleGpus).SetResources({{"CPU", 0.5}, {"GPU", 1}}).Remote(500);
+  auto b = orb::Task(VisibleGpus).SetResources({{"CPU", 0.5}, {"GPU", 1}}).Remote(500);
+  std::set<std::string> seen = {*a.Get(30000), *b.Get(30000)};
+  CHECK(seen == std::set<std::string>{"0", "1"});  // both at once: one GPU each
+  CHECK(*orb::Task(VisibleGpus).SetResources({{"CPU", 0.5}, {"GPU", 2}}).Remote(0).Get(30000) == "0,1");
+  CHECK(*orb::Task(VisibleGpus).Remote(0).Get(30000) == "<unset>");
 }
