@@ -1,7 +1,9 @@
 #include "collective/gloo_group.h"
 
 #include <gloo/allgather.h>
+#include <gloo/allgather_ring.h>
 #include <gloo/allreduce.h>
+#include <gloo/allreduce_ring.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -86,6 +88,20 @@ void WithType(DType dtype, F f) {
   }
 }
 
+// AllReduce of at most this many bytes runs Gloo's older ring algorithm.
+constexpr size_t kSmallBytes = 64 << 10;
+
+template <class T>
+const gloo::ReductionFunction<T>* RingReduceFor(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM: return gloo::ReductionFunction<T>::sum;
+    case ReduceOp::PRODUCT: return gloo::ReductionFunction<T>::product;
+    case ReduceOp::MIN: return gloo::ReductionFunction<T>::min;
+    case ReduceOp::MAX: return gloo::ReductionFunction<T>::max;
+  }
+  return gloo::ReductionFunction<T>::sum;
+}
+
 enum OpCode { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kReduce, kBarrier };
 const char* OpName(int op) {
   static const char* names[] = {"?", "AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Reduce", "Barrier"};
@@ -127,7 +143,11 @@ std::unique_ptr<GlooGroup> GlooGroup::Connect(CoreWorker* worker, const std::str
     context->setTimeout(timeout);
     GcsKvStore store(worker, kv_prefix, timeout);
     context->connectFullMesh(store, device);
-    return std::unique_ptr<GlooGroup>(new GlooGroup(name, rank, size, std::move(context), timeout));
+    auto ring = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    ring->setTimeout(timeout);
+    GcsKvStore ring_store(worker, kv_prefix + "ring/", timeout);
+    ring->connectFullMesh(ring_store, device);
+    return std::unique_ptr<GlooGroup>(new GlooGroup(name, rank, size, std::move(context), std::move(ring), timeout));
   } catch (const std::exception& e) {
     throw CollectiveError("cannot join collective group '" + name + "' as rank " + std::to_string(rank) + " of " +
                           std::to_string(size) + ": " + e.what());
@@ -135,8 +155,13 @@ std::unique_ptr<GlooGroup> GlooGroup::Connect(CoreWorker* worker, const std::str
 }
 
 GlooGroup::GlooGroup(std::string name, int rank, int size, std::shared_ptr<gloo::rendezvous::Context> context,
-                     std::chrono::milliseconds timeout)
-    : name_(std::move(name)), rank_(rank), size_(size), context_(std::move(context)), timeout_(timeout) {}
+                     std::shared_ptr<gloo::rendezvous::Context> ring, std::chrono::milliseconds timeout)
+    : name_(std::move(name)),
+      rank_(rank),
+      size_(size),
+      context_(std::move(context)),
+      ring_(std::move(ring)),
+      timeout_(timeout) {}
 
 GlooGroup::~GlooGroup() = default;
 
@@ -154,14 +179,12 @@ void GlooGroup::Guard(const char* what, F body) {
 }
 
 void GlooGroup::Agree(int op, const Tensor& tensor, int64_t root) {
+  if (size_ == 1) return;  // nobody to disagree with (and ring algorithms need a peer)
   int64_t mine[4] = {op, static_cast<int64_t>(tensor.dtype), static_cast<int64_t>(tensor.count), root};
   std::vector<int64_t> all(4 * static_cast<size_t>(size_));
   Guard(OpName(op), [&] {
-    gloo::AllgatherOptions opts(context_);
-    opts.setInput(mine, 4);
-    opts.setOutput(all.data(), all.size());
-    opts.setTimeout(timeout_);
-    gloo::allgather(opts);
+    gloo::AllgatherRing<int64_t> exchange(ring_, {mine}, all.data(), 4);
+    exchange.run();
   });
   for (int r = 0; r < size_; ++r) {
     const int64_t* theirs = &all[4 * static_cast<size_t>(r)];
@@ -176,9 +199,20 @@ void GlooGroup::Agree(int op, const Tensor& tensor, int64_t root) {
 
 void GlooGroup::AllReduce(const Tensor& t, ReduceOp op) {
   Agree(kAllReduce, t, -1);
+  // Every rank agreed on the size above, so every rank takes the same branch.
+  if (size_ == 1) return;  // a group of one: the values are already the result
+  bool small = t.count * DTypeSize(t.dtype) <= kSmallBytes && t.dtype != DType::BFLOAT16;
   Guard("AllReduce", [&] {
     WithType(t.dtype, [&](auto zero) {
       using T = decltype(zero);
+      if constexpr (!std::is_same_v<T, BFloat16>) {
+        if (small) {
+          gloo::AllreduceRing<T> ring(ring_, {static_cast<T*>(t.data)}, static_cast<int>(t.count),
+                                      RingReduceFor<T>(op));
+          ring.run();
+          return;
+        }
+      }
       gloo::AllreduceOptions opts(context_);
       opts.setOutput(static_cast<T*>(t.data), t.count);
       opts.setReduceFunction(ReduceFor<T>(op));
