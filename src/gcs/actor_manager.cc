@@ -26,7 +26,14 @@ ActorManager::ActorManager(TableStore* store, EventLoop* loop, NodeDirectoryAcce
       nodes_(std::move(nodes)),
       options_(std::move(options)),
       raylets_(options_.token),
-      workers_(options_.token) {}
+      workers_(options_.token),
+      waiters_(
+          loop,
+          [](rpc::GetActorInfoReply* reply, const rpc::ActorInfo& actor) {
+            reply->set_found(true);
+            *reply->mutable_actor() = actor;
+          },
+          [this](const std::string& id) -> const rpc::ActorInfo* { return Find(id); }) {}
 
 ActorManager::~ActorManager() {
   raylets_.Drain(std::chrono::seconds(2));
@@ -251,19 +258,7 @@ void ActorManager::Changed(rpc::ActorInfo& actor) {
   if (auto s = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString()); !s.ok()) {
     spdlog::error("cannot persist actor {}: {}", Short(actor.actor_id()), s.ToString());
   }
-  auto it = waiters_.find(actor.actor_id());
-  if (it == waiters_.end()) return;
-  std::vector<Waiter> waiting = std::move(it->second);
-  waiters_.erase(it);
-  for (auto& w : waiting) {
-    if (actor.version() > w.after_version) {
-      w.reply->set_found(true);
-      *w.reply->mutable_actor() = actor;
-      w.send(grpc::Status::OK);
-    } else {
-      waiters_[actor.actor_id()].push_back(std::move(w));
-    }
-  }
+  waiters_.Notify(actor.actor_id(), actor);
 }
 
 void ActorManager::HandleGetActorInfo(const rpc::GetActorInfoRequest& req, rpc::GetActorInfoReply* reply,
@@ -273,25 +268,12 @@ void ActorManager::HandleGetActorInfo(const rpc::GetActorInfoRequest& req, rpc::
     reply->set_found(false);
     return send(grpc::Status::OK);
   }
-  if (actor->version() > req.after_version() || req.wait_ms() <= 0 || actor->state() == rpc::ActorInfo::DEAD) {
-    reply->set_found(true);
-    *reply->mutable_actor() = *actor;
-    return send(grpc::Status::OK);
-  }
-  uint64_t id = next_waiter_++;
-  waiters_[req.actor_id()].push_back(Waiter{id, req.after_version(), reply, std::move(send)});
-  loop_->RunAfter(std::chrono::milliseconds(std::min(req.wait_ms(), 60000)), [this, actor_id = req.actor_id(), id] {
-    auto it = waiters_.find(actor_id);
-    if (it == waiters_.end()) return;
-    for (auto w = it->second.begin(); w != it->second.end(); ++w) {
-      if (w->id != id) continue;
-      w->reply->set_found(true);
-      *w->reply->mutable_actor() = actors_[actor_id];
-      w->send(grpc::Status::OK);
-      it->second.erase(w);
-      break;
-    }
-  });
+  int64_t after = req.after_version();
+  auto moved_on = [after](const rpc::ActorInfo& a) {
+    return a.version() > after || a.state() == rpc::ActorInfo::DEAD;
+  };
+  waiters_.Answer(req.actor_id(), *actor, moved_on, reply, std::move(send),
+                  std::chrono::milliseconds(req.wait_ms()));
 }
 
 void ActorManager::HandleGetNamedActor(const rpc::GetNamedActorRequest& req, rpc::GetNamedActorReply* reply,

@@ -27,6 +27,7 @@
 #include "common/event_loop.h"
 #include "common/rpc.h"
 #include "core_worker_service.grpc.pb.h"
+#include "gcs/long_poll.h"
 #include "gcs/table_store.h"
 #include "gcs_service.pb.h"
 #include "raylet_service.grpc.pb.h"
@@ -70,13 +71,6 @@ class ActorManager {
   void OnPlacementGroupRemoved(const std::string& placement_group_id);
 
  private:
-  struct Waiter {
-    uint64_t id;
-    int64_t after_version;
-    rpc::GetActorInfoReply* reply;
-    SendReply send;
-  };
-
   rpc::ActorInfo* Find(const std::string& actor_id);
   void Schedule(const std::string& actor_id);
   void RequestLease(const std::string& actor_id, uint64_t attempt, const std::string& raylet, bool spilled);
@@ -105,8 +99,7 @@ class ActorManager {
   std::unordered_map<std::string, std::string> named_;      // namespace\0name -> actor ID, live actors only
   std::unordered_map<std::string, std::string> by_worker_;  // worker ID -> actor ID
   std::unordered_map<std::string, uint64_t> attempts_;      // actor ID -> current scheduling attempt
-  std::unordered_map<std::string, std::vector<Waiter>> waiters_;
-  uint64_t next_waiter_ = 1;
+  LongPoll<rpc::ActorInfo, rpc::GetActorInfoReply> waiters_;
 };
 
 }  // namespace orb::gcs

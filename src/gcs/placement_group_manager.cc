@@ -17,7 +17,21 @@ grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::Sta
 
 PlacementGroupManager::PlacementGroupManager(TableStore* store, EventLoop* loop, PlacementGroupAccess access,
                                              std::string token, std::chrono::milliseconds retry_delay)
-    : store_(store), loop_(loop), access_(std::move(access)), retry_delay_(retry_delay), raylets_(std::move(token)) {}
+    : store_(store),
+      loop_(loop),
+      access_(std::move(access)),
+      retry_delay_(retry_delay),
+      raylets_(std::move(token)),
+      waiters_(
+          loop,
+          [](rpc::GetPlacementGroupReply* reply, const rpc::PlacementGroupInfo& pg) {
+            reply->set_found(true);
+            *reply->mutable_placement_group() = pg;
+          },
+          [this](const std::string& id) -> const rpc::PlacementGroupInfo* {
+            auto it = groups_.find(id);
+            return it == groups_.end() ? nullptr : &it->second;
+          }) {}
 
 PlacementGroupManager::~PlacementGroupManager() { raylets_.Drain(std::chrono::seconds(2)); }
 
@@ -237,19 +251,7 @@ void PlacementGroupManager::Changed(rpc::PlacementGroupInfo& pg) {
   if (auto s = store_->Put(kPlacementGroupTable, pg.placement_group_id(), pg.SerializeAsString()); !s.ok()) {
     spdlog::error("cannot persist placement group {}: {}", Short(pg.placement_group_id()), s.ToString());
   }
-  auto it = waiters_.find(pg.placement_group_id());
-  if (it == waiters_.end()) return;
-  std::vector<Waiter> waiting = std::move(it->second);
-  waiters_.erase(it);
-  for (auto& w : waiting) {
-    if (Satisfies(pg, w.after_version, w.until_ready)) {
-      w.reply->set_found(true);
-      *w.reply->mutable_placement_group() = pg;
-      w.send(grpc::Status::OK);
-    } else {
-      waiters_[pg.placement_group_id()].push_back(std::move(w));
-    }
-  }
+  waiters_.Notify(pg.placement_group_id(), pg);
 }
 
 void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroupRequest& req,
@@ -259,26 +261,12 @@ void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroup
     reply->set_found(false);
     return send(grpc::Status::OK);
   }
-  if (Satisfies(it->second, req.after_version(), req.until_ready()) || req.wait_ms() <= 0) {
-    reply->set_found(true);
-    *reply->mutable_placement_group() = it->second;
-    return send(grpc::Status::OK);
-  }
-  uint64_t id = next_waiter_++;
-  waiters_[req.placement_group_id()].push_back(
-      Waiter{id, req.after_version(), req.until_ready(), reply, std::move(send)});
-  loop_->RunAfter(std::chrono::milliseconds(std::min(req.wait_ms(), 60000)), [this, pg_id = req.placement_group_id(), id] {
-    auto w = waiters_.find(pg_id);
-    if (w == waiters_.end()) return;
-    for (auto it = w->second.begin(); it != w->second.end(); ++it) {
-      if (it->id != id) continue;
-      it->reply->set_found(true);
-      *it->reply->mutable_placement_group() = groups_[pg_id];
-      it->send(grpc::Status::OK);
-      w->second.erase(it);
-      break;
-    }
-  });
+  int64_t after = req.after_version();
+  bool until_ready = req.until_ready();
+  waiters_.Answer(
+      req.placement_group_id(), it->second,
+      [after, until_ready](const rpc::PlacementGroupInfo& pg) { return Satisfies(pg, after, until_ready); }, reply,
+      std::move(send), std::chrono::milliseconds(req.wait_ms()));
 }
 
 bool PlacementGroupManager::Satisfies(const rpc::PlacementGroupInfo& pg, int64_t after_version, bool until_ready) {

@@ -25,6 +25,7 @@
 #include "common/event_loop.h"
 #include "common/rpc.h"
 #include "gcs/bundle_placement.h"
+#include "gcs/long_poll.h"
 #include "gcs/table_store.h"
 #include "gcs_service.pb.h"
 #include "raylet_service.grpc.pb.h"
@@ -63,13 +64,6 @@ class PlacementGroupManager {
     int replies_left = 0;
     bool all_ok = true;
   };
-  struct Waiter {
-    uint64_t id;
-    int64_t after_version;
-    bool until_ready;
-    rpc::GetPlacementGroupReply* reply;
-    SendReply send;
-  };
 
   void Schedule(const std::string& pg_id);
   void RetryLater(const std::string& pg_id, uint64_t attempt);
@@ -86,9 +80,8 @@ class PlacementGroupManager {
   ClientPool<rpc::RayletService> raylets_;
   std::map<std::string, rpc::PlacementGroupInfo> groups_;
   std::unordered_map<std::string, Attempt> attempts_;  // the reservation in progress per group
-  std::unordered_map<std::string, std::vector<Waiter>> waiters_;
+  LongPoll<rpc::PlacementGroupInfo, rpc::GetPlacementGroupReply> waiters_;
   uint64_t next_attempt_ = 1;
-  uint64_t next_waiter_ = 1;
 };
 
 }  // namespace orb::gcs
