@@ -107,6 +107,18 @@ class CoreWorker {
   absl::Status FindLocalRaylet();
   rpc::TaskSpec BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
                           const internal::TaskOptionsData& options, bool default_cpu);
+  // A GCS call for the API, retried while the GCS is unreachable; failure throws
+  // orb::Error("<what>: <cause>"). `timeout` 0: the default deadline.
+  template <class Reply, class Req, class Bound>
+  Reply CallGcs(Bound bound, const Req& request, const std::string& what,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+    CallOptions call;
+    call.max_attempts = 5;
+    if (timeout.count() > 0) call.timeout = timeout;
+    auto reply = gcs_->CallSync<Reply>(bound, request, call);
+    if (!reply.ok()) throw Error(what + ": " + std::string(reply.status().message()));
+    return std::move(*reply);
+  }
   ObjectID NextPutId();
   // The value of one object, waiting until `deadline`; throws orb::Error subclasses.
   std::shared_ptr<internal::ValueBuffer> GetOne(const internal::RefData& ref,

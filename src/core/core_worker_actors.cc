@@ -40,10 +40,7 @@ std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector
   actor->set_max_task_retries(options.max_task_retries);
   actor->set_detached(options.detached);
   *actor->mutable_creation_spec() = std::move(spec);
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::RegisterActorReply>(ORB_RPC(RegisterActor), request, call);
-  if (!reply.ok()) throw Error("cannot create actor " + factory_name + ": " + std::string(reply.status().message()));
+  CallGcs<rpc::RegisterActorReply>(ORB_RPC(RegisterActor), request, "cannot create actor " + factory_name);
   return id.Binary();
 }
 
@@ -64,11 +61,7 @@ void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const s
   request.set_actor_id(actor_id);
   request.set_no_restart(no_restart);
   request.set_reason(reason);
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::KillActorReply>(ORB_RPC(KillActor), request, call);
-  if (!reply.ok()) throw Error("cannot kill actor " + ActorID::FromBinary(actor_id).Hex() + ": " +
-                               std::string(reply.status().message()));
+  CallGcs<rpc::KillActorReply>(ORB_RPC(KillActor), request, "cannot kill actor " + ActorID::FromBinary(actor_id).Hex());
   if (actor_submitter_) actor_submitter_->OnKilled(actor_id, no_restart);
 }
 
@@ -76,11 +69,8 @@ std::string CoreWorker::GetNamedActor(const std::string& name, const std::string
   rpc::GetNamedActorRequest request;
   request.set_name(name);
   request.set_namespace_(ray_namespace.empty() ? options_.ray_namespace : ray_namespace);
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::GetNamedActorReply>(ORB_RPC(GetNamedActor), request, call);
-  if (!reply.ok()) throw Error("cannot look up actor '" + name + "': " + std::string(reply.status().message()));
-  return reply->found() ? reply->actor().actor_id() : std::string();
+  auto reply = CallGcs<rpc::GetNamedActorReply>(ORB_RPC(GetNamedActor), request, "cannot look up actor '" + name + "'");
+  return reply.found() ? reply.actor().actor_id() : std::string();
 }
 
 void CoreWorker::KvPut(const std::string& ns, const std::string& key, const std::string& value) {
@@ -89,22 +79,16 @@ void CoreWorker::KvPut(const std::string& ns, const std::string& key, const std:
   request.set_key(key);
   request.set_value(value);
   request.set_overwrite(true);
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::KvPutReply>(ORB_RPC(KvPut), request, call);
-  if (!reply.ok()) throw Error("GCS key-value put of '" + key + "' failed: " + std::string(reply.status().message()));
+  CallGcs<rpc::KvPutReply>(ORB_RPC(KvPut), request, "GCS key-value put of '" + key + "' failed");
 }
 
 std::optional<std::string> CoreWorker::KvGet(const std::string& ns, const std::string& key) {
   rpc::KvGetRequest request;
   request.set_namespace_(ns);
   request.set_key(key);
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), request, call);
-  if (!reply.ok()) throw Error("GCS key-value get of '" + key + "' failed: " + std::string(reply.status().message()));
-  if (!reply->found()) return std::nullopt;
-  return reply->value();
+  auto reply = CallGcs<rpc::KvGetReply>(ORB_RPC(KvGet), request, "GCS key-value get of '" + key + "' failed");
+  if (!reply.found()) return std::nullopt;
+  return std::move(*reply.mutable_value());
 }
 
 void CoreWorker::KvDeletePrefix(const std::string& ns, const std::string& prefix) {
@@ -112,10 +96,7 @@ void CoreWorker::KvDeletePrefix(const std::string& ns, const std::string& prefix
   request.set_namespace_(ns);
   request.set_key(prefix);
   request.set_by_prefix(true);
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::KvDeleteReply>(ORB_RPC(KvDelete), request, call);
-  if (!reply.ok()) throw Error("GCS key-value delete of '" + prefix + "' failed: " + std::string(reply.status().message()));
+  CallGcs<rpc::KvDeleteReply>(ORB_RPC(KvDelete), request, "GCS key-value delete of '" + prefix + "' failed");
 }
 
 std::string CoreWorker::CurrentActorId() const {

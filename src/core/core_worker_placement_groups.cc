@@ -30,10 +30,7 @@ std::string CoreWorker::CreatePlacementGroup(const std::string& name,
       (*bundle->mutable_resources())[resource] = amount;
     }
   }
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::CreatePlacementGroupReply>(ORB_RPC(CreatePlacementGroup), request, call);
-  if (!reply.ok()) throw Error("cannot create placement group: " + std::string(reply.status().message()));
+  CallGcs<rpc::CreatePlacementGroupReply>(ORB_RPC(CreatePlacementGroup), request, "cannot create placement group");
   return id.Hex();
 }
 
@@ -47,14 +44,11 @@ bool CoreWorker::WaitPlacementGroupReady(const std::string& id_hex, int64_t time
     request.set_placement_group_id(id.Binary());
     request.set_until_ready(true);
     request.set_wait_ms(static_cast<int32_t>(std::clamp<int64_t>(left.count(), 0, 30000)));
-    CallOptions call;
-    call.timeout = std::chrono::milliseconds(request.wait_ms() + 5000);
-    call.max_attempts = 5;
-    auto reply = gcs_->CallSync<rpc::GetPlacementGroupReply>(ORB_RPC(GetPlacementGroup), request, call);
-    if (!reply.ok()) throw Error("cannot reach the GCS for placement group " + id_hex + ": " +
-                                 std::string(reply.status().message()));
-    if (!reply->found()) throw Error("no placement group " + id_hex);
-    const auto& pg = reply->placement_group();
+    auto reply = CallGcs<rpc::GetPlacementGroupReply>(ORB_RPC(GetPlacementGroup), request,
+                                                      "cannot reach the GCS for placement group " + id_hex,
+                                                      std::chrono::milliseconds(request.wait_ms() + 5000));
+    if (!reply.found()) throw Error("no placement group " + id_hex);
+    const auto& pg = reply.placement_group();
     if (pg.state() == rpc::PlacementGroupInfo::CREATED) return true;
     if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return false;
     if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -66,10 +60,8 @@ void CoreWorker::RemovePlacementGroup(const std::string& id_hex) {
   if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
   rpc::RemovePlacementGroupRequest request;
   request.set_placement_group_id(id.Binary());
-  CallOptions call;
-  call.max_attempts = 5;
-  auto reply = gcs_->CallSync<rpc::RemovePlacementGroupReply>(ORB_RPC(RemovePlacementGroup), request, call);
-  if (!reply.ok()) throw Error("cannot remove placement group " + id_hex + ": " + std::string(reply.status().message()));
+  CallGcs<rpc::RemovePlacementGroupReply>(ORB_RPC(RemovePlacementGroup), request,
+                                          "cannot remove placement group " + id_hex);
 }
 
 }  // namespace orb

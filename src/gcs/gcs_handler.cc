@@ -144,11 +144,8 @@ void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
 void GcsHandler::StartGossip(const std::string& self_address, gossip::GossipTransport* transport) {
   gossip::GossipOptions options = options_.gossip;
   options.cluster_id = cluster_id_;
-  auto clock = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  gossip_ = std::make_unique<gossip::GossipNode>("", self_address, "", options, &directory_, transport, clock);
+  gossip_ = std::make_unique<gossip::GossipNode>("", self_address, "", options, &directory_, transport,
+                                                 gossip::SteadyClock());
   gossip_->on_change = [this](uint32_t index) { SyncNodeFromGossip(index); };
   for (const auto& [id, node] : nodes_) {
     if (node.state() == rpc::NodeInfo::ALIVE) SeedGossip(node);

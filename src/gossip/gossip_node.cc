@@ -11,6 +11,13 @@ constexpr size_t kMaxNodeIdBytes = 64;
 
 }  // namespace
 
+GossipClock SteadyClock() {
+  return [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+}
+
 std::map<std::string, int64_t> GossipMetrics(const GossipStats& stats) {
   auto n = [](uint64_t v) { return static_cast<int64_t>(v); };
   return {{"gossip_received", n(stats.received)},

@@ -64,6 +64,8 @@ class GossipTransport {
 };
 
 using GossipClock = std::function<int64_t()>;  // milliseconds, monotonic
+// The daemons' clock: std::chrono::steady_clock in milliseconds.
+GossipClock SteadyClock();
 
 struct GossipStats {
   uint64_t received = 0;

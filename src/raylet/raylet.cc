@@ -191,13 +191,9 @@ void Raylet::StartGossip(const std::string& cluster_id) {
       options_.token, options.probe_timeout, [this](const std::string& address) {
         if (address == options_.gcs_address) loop_.Post([this] { Rejoin(); });
       });
-  auto clock = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
   gossip_ = std::make_unique<gossip::GossipNode>(node_id_.Binary(), options_.node_ip + ":" + std::to_string(port_),
                                                  options_.gcs_address, options, &directory_, gossip_transport_.get(),
-                                                 clock);
+                                                 gossip::SteadyClock());
   gossip_->on_change = [this](uint32_t) { view_dirty_ = true; };
   gossip_->on_self_dead = [] {
     spdlog::critical("the GCS declared this node dead (it missed probes); exiting so that it can rejoin as a new node");
