@@ -1,6 +1,9 @@
 // orb_collective_benchmark: AllReduce (float32, sum) of 1 KiB, 1 MiB and 64 MiB among
-// 2 and 4 actors, through orb's collective API and through raw Gloo (the same
-// algorithm, on a context of its own, without orb's per-call checks) in the same run.
+// 2 and 4 actors on this machine, in the same run:
+//   orb      - orb's collective API as it runs by default (shared memory on one machine)
+//   orb_tcp  - orb over TCP, as across machines (ORB_COLLECTIVE_SHM=0 for that group)
+//   raw_gloo - Gloo alone, on contexts of its own: the older ring algorithm (built
+//              once) up to 64 KiB, gloo::allreduce above (the choice orb's TCP path makes)
 // One JSON line per (ranks, size): time per call and algorithm bandwidth (bytes / time).
 //
 //   orb_collective_benchmark [--orb-address=H:P] [--quick]
@@ -8,6 +11,7 @@
 #include <unistd.h>
 
 #include <gloo/allreduce.h>
+#include <gloo/allreduce_ring.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -28,13 +32,19 @@ class Bencher {
   static Bencher* Create() { return new Bencher(); }
   bool Join(std::string group, int size, int rank, std::string store_dir) {
     col::InitGroup(group, size, rank, col::Backend::GLOO, std::chrono::seconds(120));
+    ::setenv("ORB_COLLECTIVE_SHM", "0", 1);
+    col::InitGroup(group + "-tcp", size, rank, col::Backend::GLOO, std::chrono::seconds(120));
+    ::unsetenv("ORB_COLLECTIVE_SHM");
     gloo::transport::tcp::attr attr;
     attr.hostname = "127.0.0.1";
     auto device = gloo::transport::tcp::CreateDevice(attr);
-    gloo::rendezvous::FileStore store(store_dir);
-    raw_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
-    raw_->setTimeout(std::chrono::seconds(120));
-    raw_->connectFullMesh(store, device);
+    // Gloo's two APIs must not share a context.
+    for (auto* context : {&raw_, &raw_ring_}) {
+      gloo::rendezvous::FileStore store(store_dir + (context == &raw_ ? "/new" : "/ring"));
+      *context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+      (*context)->setTimeout(std::chrono::seconds(120));
+      (*context)->connectFullMesh(store, device);
+    }
     return true;
   }
   // Seconds per AllReduce of `count` floats over `iters` calls (after one warm-up).
@@ -47,7 +57,11 @@ class Bencher {
   }
   double Raw(int count, int iters) {
     std::vector<float> v(count, 1.0f);
+    // The ring algorithm is built once and run again, as a careful Gloo user would.
+    std::unique_ptr<gloo::AllreduceRing<float>> ring;
+    if (count * sizeof(float) <= (64 << 10)) ring = std::make_unique<gloo::AllreduceRing<float>>(raw_ring_, std::vector<float*>{v.data()}, count);
     auto once = [&] {
+      if (ring) return ring->run();
       gloo::AllreduceOptions opts(raw_);
       opts.setOutput(v.data(), v.size());
       opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
@@ -61,6 +75,7 @@ class Bencher {
 
  private:
   std::shared_ptr<gloo::rendezvous::Context> raw_;
+  std::shared_ptr<gloo::rendezvous::Context> raw_ring_;
 };
 ORB_REMOTE(Bencher::Create, &Bencher::Join, &Bencher::Orb, &Bencher::Raw);
 
@@ -84,7 +99,8 @@ int main(int argc, char** argv) {
   for (int ranks : {2, 4}) {
     std::string group = "bench-" + std::to_string(ranks);
     auto store = std::filesystem::temp_directory_path() / ("orb-gloo-bench-" + std::to_string(::getpid()) + "-" + group);
-    std::filesystem::create_directories(store);
+    std::filesystem::create_directories(store / "new");
+    std::filesystem::create_directories(store / "ring");
     std::vector<orb::ActorHandle<Bencher>> members;
     for (int r = 0; r < ranks; ++r) members.push_back(orb::Actor(Bencher::Create).Remote());
     std::vector<orb::ObjectRef<bool>> joined;
@@ -95,10 +111,13 @@ int main(int argc, char** argv) {
       int count = bytes / 4;
       double orb_s = Slowest(members, [&](auto& m) { return m.Task(&Bencher::Orb).Remote(group, count, iters); });
       double raw_s = Slowest(members, [&](auto& m) { return m.Task(&Bencher::Raw).Remote(count, iters); });
+      double tcp_s =
+          Slowest(members, [&](auto& m) { return m.Task(&Bencher::Orb).Remote(group + "-tcp", count, iters); });
       std::cout << "{\"metric\": \"allreduce_float32\", \"ranks\": " << ranks << ", \"bytes\": " << bytes
-                << ", \"orb_us\": " << orb_s * 1e6 << ", \"raw_gloo_us\": " << raw_s * 1e6
-                << ", \"orb_algbw_gbps\": " << bytes / orb_s / 1e9 << ", \"raw_gloo_algbw_gbps\": " << bytes / raw_s / 1e9
-                << "}" << std::endl;
+                << ", \"orb_us\": " << orb_s * 1e6 << ", \"orb_tcp_us\": " << tcp_s * 1e6
+                << ", \"raw_gloo_us\": " << raw_s * 1e6 << ", \"orb_algbw_gbps\": " << bytes / orb_s / 1e9
+                << ", \"orb_tcp_algbw_gbps\": " << bytes / tcp_s / 1e9
+                << ", \"raw_gloo_algbw_gbps\": " << bytes / raw_s / 1e9 << "}" << std::endl;
     }
     for (auto& m : members) m.Kill();
     std::filesystem::remove_all(store);

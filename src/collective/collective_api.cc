@@ -5,6 +5,7 @@
 // Rendezvous keys (namespace "collective"): "<group>/members" (written by CreateGroup:
 // backend, timeout, generation, actor IDs by rank), and under "<group>/<generation>/"
 // Gloo's own keys ("init" for groups made with InitGroup).
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,12 @@ NcclConnect LoadNcclBackend() {
   return connect;
 }
 
+// ORB_COLLECTIVE_SHM=0 keeps members on one machine on TCP (for comparisons and tests).
+LocalTransport LocalTransportFromEnvironment() {
+  const char* shm = std::getenv("ORB_COLLECTIVE_SHM");
+  return shm && std::string(shm) == "0" ? LocalTransport::kTcp : LocalTransport::kSharedMemory;
+}
+
 std::shared_ptr<CollectiveGroup> Join(const std::string& group, int world_size, int rank, Backend backend,
                                       const std::string& generation, std::chrono::milliseconds timeout) {
   std::string prefix = group + "/" + generation + "/";
@@ -61,7 +68,10 @@ std::shared_ptr<CollectiveGroup> Join(const std::string& group, int world_size, 
     if (!made) throw CollectiveError("collective group '" + group + "': " + error);
     return std::shared_ptr<CollectiveGroup>(made);
   }
-  return GlooGroup::Connect(&orb::internal::CurrentCoreWorker(), group, rank, world_size, prefix, timeout);
+  GlooOptions options;
+  options.timeout = timeout;
+  options.local_transport = LocalTransportFromEnvironment();
+  return GlooGroup::Connect(&orb::internal::CurrentCoreWorker(), group, rank, world_size, prefix, options);
 }
 
 // A group this process is in; joins a group made by CreateGroup if this actor is in it.

@@ -1,5 +1,6 @@
 #include "collective/gloo_group.h"
 
+#include <gloo/algorithm.h>
 #include <gloo/allgather.h>
 #include <gloo/allgather_ring.h>
 #include <gloo/allreduce.h>
@@ -18,75 +19,10 @@
 #include <vector>
 
 #include "collective/gcs_kv_store.h"
+#include "collective/tensor_ops.h"
 
 namespace orb::collective {
 namespace {
-
-using ReduceFn = void (*)(void*, const void*, const void*, size_t);
-
-// bfloat16: the top half of a float32.
-struct BFloat16 {
-  uint16_t bits;
-};
-float ToFloat(BFloat16 v) {
-  uint32_t u = static_cast<uint32_t>(v.bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-BFloat16 FromFloat(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
-  return BFloat16{static_cast<uint16_t>(u >> 16)};
-}
-template <class Op>
-void ReduceBFloat16(void* c, const void* a, const void* b, size_t n) {
-  auto* out = static_cast<BFloat16*>(c);
-  auto* x = static_cast<const BFloat16*>(a);
-  auto* y = static_cast<const BFloat16*>(b);
-  for (size_t i = 0; i < n; ++i) out[i] = FromFloat(Op()(ToFloat(x[i]), ToFloat(y[i])));
-}
-struct Min {
-  float operator()(float a, float b) const { return a < b ? a : b; }
-};
-struct Max {
-  float operator()(float a, float b) const { return a > b ? a : b; }
-};
-
-template <class T>
-ReduceFn ReduceFor(ReduceOp op) {
-  if constexpr (std::is_same_v<T, BFloat16>) {
-    switch (op) {
-      case ReduceOp::SUM: return &ReduceBFloat16<std::plus<float>>;
-      case ReduceOp::PRODUCT: return &ReduceBFloat16<std::multiplies<float>>;
-      case ReduceOp::MIN: return &ReduceBFloat16<Min>;
-      case ReduceOp::MAX: return &ReduceBFloat16<Max>;
-    }
-  } else {
-    switch (op) {
-      case ReduceOp::SUM: return &gloo::sum<T>;
-      case ReduceOp::PRODUCT: return &gloo::product<T>;
-      case ReduceOp::MIN: return &gloo::min<T>;
-      case ReduceOp::MAX: return &gloo::max<T>;
-    }
-  }
-  return nullptr;
-}
-
-// Calls f(T{}) with T the C++ type of `dtype`.
-template <class F>
-void WithType(DType dtype, F f) {
-  switch (dtype) {
-    case DType::FLOAT32: return f(float{});
-    case DType::FLOAT64: return f(double{});
-    case DType::FLOAT16: return f(gloo::float16{});
-    case DType::BFLOAT16: return f(BFloat16{});
-    case DType::INT32: return f(int32_t{});
-    case DType::INT64: return f(int64_t{});
-    case DType::UINT8: return f(uint8_t{});
-  }
-}
 
 // AllReduce of at most this many bytes runs Gloo's older ring algorithm.
 constexpr size_t kSmallBytes = 64 << 10;
@@ -102,56 +38,59 @@ const gloo::ReductionFunction<T>* RingReduceFor(ReduceOp op) {
   return gloo::ReductionFunction<T>::sum;
 }
 
-enum OpCode { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kReduce, kBarrier };
-const char* OpName(int op) {
-  static const char* names[] = {"?", "AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Reduce", "Barrier"};
-  return op >= 0 && op <= kBarrier ? names[op] : "?";
+// bfloat16 travels as its bits; Gloo's algorithms only move it, ReduceFunction adds it.
+struct BFloat16Bits {
+  uint16_t bits;
+};
+
+// Calls f(T{}) with T the C++ type of `dtype`.
+template <class F>
+void WithType(DType dtype, F f) {
+  switch (dtype) {
+    case DType::FLOAT32: return f(float{});
+    case DType::FLOAT64: return f(double{});
+    case DType::FLOAT16: return f(gloo::float16{});
+    case DType::BFLOAT16: return f(BFloat16Bits{});
+    case DType::INT32: return f(int32_t{});
+    case DType::INT64: return f(int64_t{});
+    case DType::UINT8: return f(uint8_t{});
+  }
 }
 
 }  // namespace
 
-size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::FLOAT32: case DType::INT32: return 4;
-    case DType::FLOAT64: case DType::INT64: return 8;
-    case DType::FLOAT16: case DType::BFLOAT16: return 2;
-    case DType::UINT8: return 1;
-  }
-  return 0;
-}
-
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::FLOAT32: return "float32";
-    case DType::FLOAT64: return "float64";
-    case DType::FLOAT16: return "float16";
-    case DType::BFLOAT16: return "bfloat16";
-    case DType::INT32: return "int32";
-    case DType::INT64: return "int64";
-    case DType::UINT8: return "uint8";
-  }
-  return "?";
-}
-
 std::unique_ptr<GlooGroup> GlooGroup::Connect(CoreWorker* worker, const std::string& name, int rank, int size,
-                                              const std::string& kv_prefix, std::chrono::milliseconds timeout) {
+                                              const std::string& kv_prefix, const GlooOptions& options) {
+  std::unique_ptr<GlooGroup> group;
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = worker->node_ip();
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-    context->setTimeout(timeout);
-    GcsKvStore store(worker, kv_prefix, timeout);
+    context->setTimeout(options.timeout);
+    GcsKvStore store(worker, kv_prefix, options.timeout);
     context->connectFullMesh(store, device);
     auto ring = std::make_shared<gloo::rendezvous::Context>(rank, size);
-    ring->setTimeout(timeout);
-    GcsKvStore ring_store(worker, kv_prefix + "ring/", timeout);
+    ring->setTimeout(options.timeout);
+    GcsKvStore ring_store(worker, kv_prefix + "ring/", options.timeout);
     ring->connectFullMesh(ring_store, device);
-    return std::unique_ptr<GlooGroup>(new GlooGroup(name, rank, size, std::move(context), std::move(ring), timeout));
+    group.reset(new GlooGroup(name, rank, size, std::move(context), std::move(ring), options.timeout));
+    if (size > 1) {
+      auto exchange = [&](const std::vector<int64_t>& mine) {
+        std::vector<int64_t> all(mine.size() * static_cast<size_t>(size));
+        gloo::AllgatherRing<int64_t> allgather(group->ring_, {const_cast<int64_t*>(mine.data())}, all.data(),
+                                               static_cast<int>(mine.size()));
+        allgather.run();
+        return all;
+      };
+      group->shared_memory_ = SharedMemoryGroup::Connect(
+          name, rank, size, options.local_transport == LocalTransport::kSharedMemory, options.timeout, exchange);
+    }
   } catch (const std::exception& e) {
     throw CollectiveError("cannot join collective group '" + name + "' as rank " + std::to_string(rank) + " of " +
                           std::to_string(size) + ": " + e.what());
   }
+  return group;
 }
 
 GlooGroup::GlooGroup(std::string name, int rank, int size, std::shared_ptr<gloo::rendezvous::Context> context,
@@ -178,52 +117,67 @@ void GlooGroup::Guard(const char* what, F body) {
   }
 }
 
-void GlooGroup::Agree(int op, const Tensor& tensor, int64_t root) {
+void GlooGroup::Agree(const Call& call) {
   if (size_ == 1) return;  // nobody to disagree with (and ring algorithms need a peer)
-  int64_t mine[4] = {op, static_cast<int64_t>(tensor.dtype), static_cast<int64_t>(tensor.count), root};
-  std::vector<int64_t> all(4 * static_cast<size_t>(size_));
-  Guard(OpName(op), [&] {
-    gloo::AllgatherRing<int64_t> exchange(ring_, {mine}, all.data(), 4);
-    exchange.run();
+  agreement_in_ = call;
+  Guard(KindName(call.kind), [&] {
+    if (!agreement_) {
+      agreement_out_.resize(static_cast<size_t>(size_));
+      agreement_ = std::make_unique<gloo::AllgatherRing<int64_t>>(
+          ring_, std::vector<const int64_t*>{&agreement_in_.kind}, &agreement_out_[0].kind, 4);
+    }
+    agreement_->run();
   });
-  for (int r = 0; r < size_; ++r) {
-    const int64_t* theirs = &all[4 * static_cast<size_t>(r)];
-    if (std::equal(theirs, theirs + 4, mine)) continue;
-    throw CollectiveError("collective group '" + name_ + "': rank " + std::to_string(rank_) + " called " +
-                          OpName(op) + " on " + std::to_string(tensor.count) + " " + DTypeName(tensor.dtype) +
-                          " (root " + std::to_string(root) + ") but rank " + std::to_string(r) + " called " +
-                          OpName(static_cast<int>(theirs[0])) + " on " + std::to_string(theirs[2]) + " " +
-                          DTypeName(static_cast<DType>(theirs[1])) + " (root " + std::to_string(theirs[3]) + ")");
-  }
+  CheckSameCall(name_, rank_, agreement_out_.data(), size_);
 }
 
 void GlooGroup::AllReduce(const Tensor& t, ReduceOp op) {
-  Agree(kAllReduce, t, -1);
+  if (shared_memory_) return shared_memory_->AllReduce(t, op);
+  Agree(Call::Of(Call::kAllReduce, t));
   // Every rank agreed on the size above, so every rank takes the same branch.
   if (size_ == 1) return;  // a group of one: the values are already the result
-  bool small = t.count * DTypeSize(t.dtype) <= kSmallBytes && t.dtype != DType::BFLOAT16;
+  size_t bytes = t.count * DTypeSize(t.dtype);
+  bool small = bytes <= kSmallBytes && t.dtype != DType::BFLOAT16;
   Guard("AllReduce", [&] {
     WithType(t.dtype, [&](auto zero) {
       using T = decltype(zero);
-      if constexpr (!std::is_same_v<T, BFloat16>) {
+      if constexpr (!std::is_same_v<T, BFloat16Bits>) {
         if (small) {
-          gloo::AllreduceRing<T> ring(ring_, {static_cast<T*>(t.data)}, static_cast<int>(t.count),
-                                      RingReduceFor<T>(op));
-          ring.run();
+          SmallAllReduce& ring = SmallAllReduceFor<T>(t, op);
+          std::memcpy(ring.staging.data(), t.data, bytes);
+          ring.algorithm->run();
+          std::memcpy(t.data, ring.staging.data(), bytes);
           return;
         }
       }
       gloo::AllreduceOptions opts(context_);
       opts.setOutput(static_cast<T*>(t.data), t.count);
-      opts.setReduceFunction(ReduceFor<T>(op));
+      opts.setReduceFunction(ReduceFunction(t.dtype, op));
       opts.setTimeout(timeout_);
       gloo::allreduce(opts);
     });
   });
 }
 
+// Every member asks for the same shapes in the same order, so every member builds (and
+// drops) the same algorithms at the same point: their slots line up.
+template <class T>
+GlooGroup::SmallAllReduce& GlooGroup::SmallAllReduceFor(const Tensor& t, ReduceOp op) {
+  auto key = std::make_tuple(static_cast<int>(t.dtype), static_cast<int>(op), t.count);
+  auto it = small_allreduce_.find(key);
+  if (it != small_allreduce_.end()) return it->second;
+  if (small_allreduce_.size() >= kSmallAllReduceShapes) small_allreduce_.clear();
+  SmallAllReduce& made = small_allreduce_[key];
+  made.staging.resize(t.count * sizeof(T));
+  made.algorithm = std::make_unique<gloo::AllreduceRing<T>>(
+      ring_, std::vector<T*>{reinterpret_cast<T*>(made.staging.data())}, static_cast<int>(t.count),
+      RingReduceFor<T>(op));
+  return made;
+}
+
 void GlooGroup::Broadcast(const Tensor& t, int root) {
-  Agree(kBroadcast, t, root);
+  if (shared_memory_) return shared_memory_->Broadcast(t, root);
+  Agree(Call::Of(Call::kBroadcast, t, root));
   Guard("Broadcast", [&] {
     WithType(t.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -237,7 +191,8 @@ void GlooGroup::Broadcast(const Tensor& t, int root) {
 }
 
 void GlooGroup::AllGather(const Tensor& in, const Tensor& out) {
-  Agree(kAllGather, in, -1);
+  if (shared_memory_) return shared_memory_->AllGather(in, out);
+  Agree(Call::Of(Call::kAllGather, in));
   Guard("AllGather", [&] {
     WithType(in.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -251,7 +206,8 @@ void GlooGroup::AllGather(const Tensor& in, const Tensor& out) {
 }
 
 void GlooGroup::ReduceScatter(const Tensor& in, const Tensor& out, ReduceOp op) {
-  Agree(kReduceScatter, in, -1);
+  if (shared_memory_) return shared_memory_->ReduceScatter(in, out, op);
+  Agree(Call::Of(Call::kReduceScatter, in));
   // An allreduce of a copy, then this rank's slice: simple, correct, and twice the
   // traffic of a true reduce-scatter (Gloo's new API has none).
   std::vector<char> reduced(static_cast<const char*>(in.data),
@@ -261,7 +217,7 @@ void GlooGroup::ReduceScatter(const Tensor& in, const Tensor& out, ReduceOp op) 
       using T = decltype(zero);
       gloo::AllreduceOptions opts(context_);
       opts.setOutput(reinterpret_cast<T*>(reduced.data()), in.count);
-      opts.setReduceFunction(ReduceFor<T>(op));
+      opts.setReduceFunction(ReduceFunction(in.dtype, op));
       opts.setTimeout(timeout_);
       gloo::allreduce(opts);
     });
@@ -271,14 +227,15 @@ void GlooGroup::ReduceScatter(const Tensor& in, const Tensor& out, ReduceOp op) 
 }
 
 void GlooGroup::Reduce(const Tensor& t, int root, ReduceOp op) {
-  Agree(kReduce, t, root);
+  if (shared_memory_) return shared_memory_->Reduce(t, root, op);
+  Agree(Call::Of(Call::kReduce, t, root));
   Guard("Reduce", [&] {
     WithType(t.dtype, [&](auto zero) {
       using T = decltype(zero);
       gloo::ReduceOptions opts(context_);
       opts.setOutput(static_cast<T*>(t.data), t.count);
       opts.setRoot(root);
-      opts.setReduceFunction(ReduceFor<T>(op));
+      opts.setReduceFunction(ReduceFunction(t.dtype, op));
       opts.setTimeout(timeout_);
       gloo::reduce(opts);
     });
@@ -286,7 +243,8 @@ void GlooGroup::Reduce(const Tensor& t, int root, ReduceOp op) {
 }
 
 void GlooGroup::Barrier() {
-  Agree(kBarrier, Tensor{}, -1);
+  if (shared_memory_) return shared_memory_->Barrier();
+  Agree(Call::Of(Call::kBarrier, Tensor{}));
   Guard("Barrier", [&] {
     gloo::BarrierOptions opts(context_);
     opts.setTimeout(timeout_);

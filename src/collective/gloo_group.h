@@ -1,4 +1,6 @@
 // The Gloo backend: CPU tensors over TCP, with Gloo's rendezvous on the GCS KV store.
+// When every member runs on one machine, the collectives (all but Send/Recv) take a
+// SharedMemoryGroup instead of sockets.
 // Two contexts per group, because Gloo's two APIs must never share one (that breaks its
 // sockets): the older ring algorithms on `ring_` for what is small — the agreement step
 // of every call and AllReduce up to kSmallBytes (about 10x faster at 1 KiB here) — and
@@ -9,22 +11,42 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "collective/call.h"
 #include "collective/collective_group.h"
+#include "collective/shared_memory_group.h"
 #include "core/core_worker.h"
 
-namespace gloo::rendezvous {
+namespace gloo {
+class Algorithm;
+namespace rendezvous {
 class Context;
 }
+}  // namespace gloo
 
 namespace orb::collective {
+
+// How members on one machine talk.
+enum class LocalTransport {
+  kSharedMemory,  // through a shared-memory segment when every member is on this machine
+  kTcp,           // over loopback TCP, as across machines
+};
+
+struct GlooOptions {
+  // How long a collective (and joining) may wait for the other members.
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+  // Used only when every member asks for it.
+  LocalTransport local_transport = LocalTransport::kSharedMemory;
+};
 
 class GlooGroup : public CollectiveGroup {
  public:
   // Joins: publishes this member's address under `kv_prefix` and connects to every
   // other member. Throws CollectiveError when they do not all arrive within `timeout`.
   static std::unique_ptr<GlooGroup> Connect(CoreWorker* worker, const std::string& name, int rank, int size,
-                                            const std::string& kv_prefix, std::chrono::milliseconds timeout);
+                                            const std::string& kv_prefix, const GlooOptions& options);
   ~GlooGroup() override;
 
   Backend backend() const override { return Backend::GLOO; }
@@ -43,9 +65,18 @@ class GlooGroup : public CollectiveGroup {
   GlooGroup(std::string name, int rank, int size, std::shared_ptr<gloo::rendezvous::Context> context,
             std::shared_ptr<gloo::rendezvous::Context> ring, std::chrono::milliseconds timeout);
   // Every member states what it is about to do; any difference is an error on all.
-  void Agree(int op, const Tensor& tensor, int64_t root);
+  void Agree(const Call& call);
   template <class F>
   void Guard(const char* what, F body);
+  // An older-API ring AllReduce built once per (dtype, op, count) and run again: building
+  // one costs round trips to the peers. It reduces `staging` in place.
+  struct SmallAllReduce {
+    std::unique_ptr<gloo::Algorithm> algorithm;
+    std::vector<char> staging;
+  };
+  static constexpr size_t kSmallAllReduceShapes = 16;  // beyond that, start over
+  template <class T>
+  SmallAllReduce& SmallAllReduceFor(const Tensor& tensor, ReduceOp op);
 
   std::string name_;
   int rank_;
@@ -53,7 +84,13 @@ class GlooGroup : public CollectiveGroup {
   std::shared_ptr<gloo::rendezvous::Context> context_;  // newer API only
   std::shared_ptr<gloo::rendezvous::Context> ring_;     // older ring algorithms only
   std::chrono::milliseconds timeout_;
-  std::map<int, uint64_t> p2p_sequence_;  // per peer: Send/Recv calls so far
+  // The agreement step of every call, on `ring_`: agreement_in_ to agreement_out_.
+  std::unique_ptr<gloo::Algorithm> agreement_;
+  Call agreement_in_;
+  std::vector<Call> agreement_out_;
+  std::map<std::tuple<int, int, size_t>, SmallAllReduce> small_allreduce_;
+  std::unique_ptr<SharedMemoryGroup> shared_memory_;  // set when every member is on this machine
+  std::map<int, uint64_t> p2p_sequence_;              // per peer: Send/Recv calls so far
 };
 
 }  // namespace orb::collective

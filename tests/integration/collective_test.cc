@@ -1,9 +1,15 @@
 // Collectives over Gloo between actors of the embedded cluster: every call, every
 // dtype, groups made inside members and from the driver, and the failures a user
 // meets (mismatched sizes, a rank out of range, an unknown group, a member that dies,
-// a member that never comes), after which the group can be made again.
+// leaves or never comes), after which the group can be made again.
+//
+// Members on one machine talk through shared memory; CTest runs this file a second
+// time with ORB_COLLECTIVE_SHM=0 (collective_tcp_test) so that TCP, the transport
+// between machines, passes the same tests.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "test_cluster.h"
@@ -81,11 +87,19 @@ class Member {
     return true;
   }
   int Die() { std::_Exit(1); }
+  // The line of /proc/self/maps that maps a shared-memory segment of a group, or "".
+  std::string MappedSegment() {
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      if (line.find("/orb-col-") != std::string::npos) return line;
+    }
+    return "";
+  }
 };
 ORB_REMOTE(Member::Create, &Member::Init, &Member::AllReduce, &Member::AllReduceF64, &Member::AllReduceI64,
            &Member::AllReduceI32, &Member::AllReduceU8, &Member::AllReduceHalf, &Member::Broadcast, &Member::AllGather,
            &Member::ReduceScatter, &Member::Reduce, &Member::Send, &Member::Recv, &Member::Barrier, &Member::Rank,
-           &Member::Destroy, &Member::Die);
+           &Member::Destroy, &Member::Die, &Member::MappedSegment);
 
 using Members = std::vector<orb::ActorHandle<Member>>;
 
@@ -130,6 +144,40 @@ TEST_CASE("AllReduce with each op, and GetRank/GetWorldSize, in a group made ins
     CHECK(*b.Get(60000) == std::vector<float>(100, expected));
   }
   CHECK(*m[1].Task(&Member::Rank).Remote("ops").Get() == 1);
+}
+
+bool SharedMemoryWanted() {
+  const char* shm = std::getenv("ORB_COLLECTIVE_SHM");
+  return !(shm && std::string(shm) == "0");
+}
+
+TEST_CASE("members on one machine share memory, and its name is gone once they have mapped it", "[collective]") {
+  orb::testing::EnsureCluster();
+  auto m = Pair("mapped");
+  for (auto& member : m) {
+    std::string line = *member.Task(&Member::MappedSegment).Remote().Get(60000);
+    if (!SharedMemoryWanted()) {
+      CHECK(line.empty());
+      continue;
+    }
+    CHECK_THAT(line, Catch::Contains("/dev/shm/orb-col-") && Catch::EndsWith("(deleted)"));
+  }
+}
+
+TEST_CASE("a large tensor (8 MB, several shared-memory rounds) reduces correctly", "[collective]") {
+  orb::testing::EnsureCluster();
+  auto m = Pair("large");
+  std::vector<float> x(2 << 20), y(2 << 20);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(i % 4096);
+    y[i] = static_cast<float>(i % 7);
+  }
+  auto a = m[0].Task(&Member::AllReduce).Remote("large", x, 0);
+  auto b = m[1].Task(&Member::AllReduce).Remote("large", y, 0);
+  std::vector<float> sum(x.size());
+  for (size_t i = 0; i < x.size(); ++i) sum[i] = x[i] + y[i];
+  CHECK(*a.Get(60000) == sum);
+  CHECK(*b.Get(60000) == sum);
 }
 
 TEST_CASE("every dtype reduces correctly", "[collective]") {
@@ -231,6 +279,17 @@ TEST_CASE("a member that dies mid-collective fails the others; the group can be 
   auto b = again[1].Task(&Member::AllReduce).Remote("fragile", std::vector<float>{2}, 0);
   CHECK(*a.Get(60000) == std::vector<float>{3});
   CHECK(*b.Get(60000) == std::vector<float>{3});
+}
+
+TEST_CASE("a member that leaves (DestroyGroup) mid-collective fails the others at once", "[collective][faults]") {
+  orb::testing::EnsureCluster();
+  auto m = Pair("leaving", 20000);
+  auto start = std::chrono::steady_clock::now();
+  auto waiting = m[0].Task(&Member::AllReduce).Remote("leaving", std::vector<float>(16, 1), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // so that rank 0 is waiting (either order must fail)
+  m[1].Task(&Member::Destroy).Remote("leaving").Get(60000);
+  CHECK_THROWS_WITH(waiting.Get(60000), Catch::Contains("leaving") && Catch::Contains("failed"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));  // well before the 20 s timeout
 }
 
 TEST_CASE("a member that never comes: the collective fails after the group's timeout", "[collective][faults]") {
