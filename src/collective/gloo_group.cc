@@ -5,7 +5,6 @@
 #include <gloo/allgather_ring.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_ring.h>
-#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
@@ -18,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collective/block_exchange.h"
 #include "collective/gcs_kv_store.h"
 #include "collective/tensor_ops.h"
 
@@ -117,26 +117,43 @@ void GlooGroup::Guard(const char* what, F body) {
   }
 }
 
-void GlooGroup::Agree(const Call& call) {
-  if (size_ == 1) return;  // nobody to disagree with (and ring algorithms need a peer)
-  agreement_in_ = call;
-  Guard(KindName(call.kind), [&] {
-    if (!agreement_) {
-      agreement_out_.resize(static_cast<size_t>(size_));
-      agreement_ = std::make_unique<gloo::AllgatherRing<int64_t>>(
-          ring_, std::vector<const int64_t*>{&agreement_in_.kind}, &agreement_out_[0].kind, 4);
-    }
-    agreement_->run();
-  });
-  CheckSameCall(name_, rank_, agreement_out_.data(), size_);
+void GlooGroup::Agree(const Call& call, const void* inline_data, size_t bytes) {
+  constexpr size_t kBlockBytes = sizeof(Call) + kInlineBytes;
+  agreement_in_.resize(kBlockBytes);
+  std::memcpy(agreement_in_.data(), &call, sizeof(call));
+  if (bytes > 0) std::memcpy(agreement_in_.data() + sizeof(Call), inline_data, bytes);
+  if (size_ == 1) {  // nobody to disagree with
+    agreed_ = agreement_in_.data();
+    return;
+  }
+  if (!agreement_) agreement_ = std::make_unique<BlockExchange>(ring_, kBlockBytes);
+  Guard(KindName(call.kind), [&] { agreed_ = agreement_->Run(agreement_in_.data()); });
+  std::vector<Call> calls(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) std::memcpy(&calls[static_cast<size_t>(r)], AgreedBlock(r), sizeof(Call));
+  CheckSameCall(name_, rank_, calls.data(), size_);
+}
+
+const char* GlooGroup::AgreedBlock(int rank) const {
+  return agreed_ + (sizeof(Call) + kInlineBytes) * static_cast<size_t>(rank);
+}
+
+void GlooGroup::CombineAgreed(ReduceFn reduce, void* out, size_t skip, size_t n) const {
+  CombineInRankOrder(reduce, out, size_, [&](int r) { return AgreedBlock(r) + sizeof(Call) + skip; }, n);
 }
 
 void GlooGroup::AllReduce(const Tensor& t, ReduceOp op) {
   if (shared_memory_) return shared_memory_->AllReduce(t, op);
+  size_t bytes = t.count * DTypeSize(t.dtype);
+  if (bytes <= kInlineBytes) {
+    // The data rides with the agreement; every member reduces the blocks in rank order.
+    Agree(Call::Of(Call::kAllReduce, t), t.data, bytes);
+    if (size_ == 1 || bytes == 0) return;  // a group of one: the values are already the result
+    CombineAgreed(ReduceFunction(t.dtype, op), t.data, 0, t.count);
+    return;
+  }
   Agree(Call::Of(Call::kAllReduce, t));
   // Every rank agreed on the size above, so every rank takes the same branch.
-  if (size_ == 1) return;  // a group of one: the values are already the result
-  size_t bytes = t.count * DTypeSize(t.dtype);
+  if (size_ == 1) return;
   bool small = bytes <= kSmallBytes && t.dtype != DType::BFLOAT16;
   Guard("AllReduce", [&] {
     WithType(t.dtype, [&](auto zero) {
@@ -177,6 +194,13 @@ GlooGroup::SmallAllReduce& GlooGroup::SmallAllReduceFor(const Tensor& t, ReduceO
 
 void GlooGroup::Broadcast(const Tensor& t, int root) {
   if (shared_memory_) return shared_memory_->Broadcast(t, root);
+  size_t bytes = t.count * DTypeSize(t.dtype);
+  if (bytes <= kInlineBytes) {  // the root's data rides with the agreement
+    bool sending = rank_ == root;
+    Agree(Call::Of(Call::kBroadcast, t, root), sending ? t.data : nullptr, sending ? bytes : 0);
+    if (!sending && bytes > 0) std::memcpy(t.data, AgreedBlock(root) + sizeof(Call), bytes);
+    return;
+  }
   Agree(Call::Of(Call::kBroadcast, t, root));
   Guard("Broadcast", [&] {
     WithType(t.dtype, [&](auto zero) {
@@ -192,6 +216,14 @@ void GlooGroup::Broadcast(const Tensor& t, int root) {
 
 void GlooGroup::AllGather(const Tensor& in, const Tensor& out) {
   if (shared_memory_) return shared_memory_->AllGather(in, out);
+  size_t bytes = in.count * DTypeSize(in.dtype);
+  if (bytes <= kInlineBytes) {  // everyone's data rides with the agreement
+    Agree(Call::Of(Call::kAllGather, in), in.data, bytes);
+    for (int r = 0; r < size_ && bytes > 0; ++r) {
+      std::memcpy(static_cast<char*>(out.data) + bytes * static_cast<size_t>(r), AgreedBlock(r) + sizeof(Call), bytes);
+    }
+    return;
+  }
   Agree(Call::Of(Call::kAllGather, in));
   Guard("AllGather", [&] {
     WithType(in.dtype, [&](auto zero) {
@@ -207,6 +239,17 @@ void GlooGroup::AllGather(const Tensor& in, const Tensor& out) {
 
 void GlooGroup::ReduceScatter(const Tensor& in, const Tensor& out, ReduceOp op) {
   if (shared_memory_) return shared_memory_->ReduceScatter(in, out, op);
+  size_t in_bytes = in.count * DTypeSize(in.dtype);
+  if (in_bytes <= kInlineBytes) {  // everyone's data rides with the agreement
+    Agree(Call::Of(Call::kReduceScatter, in), in.data, in_bytes);
+    size_t slice = out.count * DTypeSize(out.dtype);
+    if (size_ == 1) {
+      std::memcpy(out.data, in.data, slice);
+    } else if (slice > 0) {
+      CombineAgreed(ReduceFunction(in.dtype, op), out.data, slice * static_cast<size_t>(rank_), out.count);
+    }
+    return;
+  }
   Agree(Call::Of(Call::kReduceScatter, in));
   // An allreduce of a copy, then this rank's slice: simple, correct, and twice the
   // traffic of a true reduce-scatter (Gloo's new API has none).
@@ -228,6 +271,12 @@ void GlooGroup::ReduceScatter(const Tensor& in, const Tensor& out, ReduceOp op) 
 
 void GlooGroup::Reduce(const Tensor& t, int root, ReduceOp op) {
   if (shared_memory_) return shared_memory_->Reduce(t, root, op);
+  size_t bytes = t.count * DTypeSize(t.dtype);
+  if (bytes <= kInlineBytes) {  // everyone's data rides with the agreement
+    Agree(Call::Of(Call::kReduce, t, root), t.data, bytes);
+    if (size_ > 1 && rank_ == root && bytes > 0) CombineAgreed(ReduceFunction(t.dtype, op), t.data, 0, t.count);
+    return;
+  }
   Agree(Call::Of(Call::kReduce, t, root));
   Guard("Reduce", [&] {
     WithType(t.dtype, [&](auto zero) {
@@ -244,12 +293,8 @@ void GlooGroup::Reduce(const Tensor& t, int root, ReduceOp op) {
 
 void GlooGroup::Barrier() {
   if (shared_memory_) return shared_memory_->Barrier();
+  // Nobody finishes the agreement before everyone has started it: that is a barrier.
   Agree(Call::Of(Call::kBarrier, Tensor{}));
-  Guard("Barrier", [&] {
-    gloo::BarrierOptions opts(context_);
-    opts.setTimeout(timeout_);
-    gloo::barrier(opts);
-  });
 }
 
 // Point to point: a 16-byte header (dtype, count) first, so that a receiver expecting

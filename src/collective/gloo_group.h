@@ -1,10 +1,13 @@
-// The Gloo backend: CPU tensors over TCP, with Gloo's rendezvous on the GCS KV store.
-// When every member runs on one machine, the collectives (all but Send/Recv) take a
-// SharedMemoryGroup instead of sockets.
-// Two contexts per group, because Gloo's two APIs must never share one (that breaks its
-// sockets): the older ring algorithms on `ring_` for what is small — the agreement step
-// of every call and AllReduce up to kSmallBytes (about 10x faster at 1 KiB here) — and
-// the newer API, with per-call timeouts, on `context_` for the rest.
+// The Gloo backend: CPU tensors, with Gloo's rendezvous on the GCS KV store.
+//
+// When every member runs on one machine, the collectives (all but Send/Recv) go through
+// a SharedMemoryGroup. Otherwise they go over TCP on two contexts, because Gloo's two
+// APIs must never share one (that breaks its sockets):
+//   - `ring_`, Gloo's older API, built once and run again: the agreement step of every
+//     call (a BlockExchange of each member's Call plus up to kInlineBytes of data, so
+//     an AllReduce that small is this one step and a local reduction), and the ring
+//     AllReduce up to kSmallBytes;
+//   - `context_`, the newer API with per-call timeouts, for the rest.
 #pragma once
 
 #include <chrono>
@@ -14,9 +17,11 @@
 #include <tuple>
 #include <vector>
 
+#include "collective/block_exchange.h"
 #include "collective/call.h"
 #include "collective/collective_group.h"
 #include "collective/shared_memory_group.h"
+#include "collective/tensor_ops.h"
 #include "core/core_worker.h"
 
 namespace gloo {
@@ -65,7 +70,13 @@ class GlooGroup : public CollectiveGroup {
   GlooGroup(std::string name, int rank, int size, std::shared_ptr<gloo::rendezvous::Context> context,
             std::shared_ptr<gloo::rendezvous::Context> ring, std::chrono::milliseconds timeout);
   // Every member states what it is about to do; any difference is an error on all.
-  void Agree(const Call& call);
+  // Every member states its Call, along with up to kInlineBytes of data; any difference
+  // in Calls is an error on all. Afterwards AgreedBlock(r) is rank r's Call and data.
+  void Agree(const Call& call, const void* inline_data = nullptr, size_t bytes = 0);
+  const char* AgreedBlock(int rank) const;
+  // out = the members' inline data (from `skip` bytes on) combined in rank order.
+  void CombineAgreed(ReduceFn reduce, void* out, size_t skip, size_t n) const;
+  static constexpr size_t kInlineBytes = 1 << 10;
   template <class F>
   void Guard(const char* what, F body);
   // An older-API ring AllReduce built once per (dtype, op, count) and run again: building
@@ -84,10 +95,11 @@ class GlooGroup : public CollectiveGroup {
   std::shared_ptr<gloo::rendezvous::Context> context_;  // newer API only
   std::shared_ptr<gloo::rendezvous::Context> ring_;     // older ring algorithms only
   std::chrono::milliseconds timeout_;
-  // The agreement step of every call, on `ring_`: agreement_in_ to agreement_out_.
-  std::unique_ptr<gloo::Algorithm> agreement_;
-  Call agreement_in_;
-  std::vector<Call> agreement_out_;
+  // The agreement step of every call, on `ring_`: one fixed-size block per member (a
+  // Call, then inline data); agreement_in_ is this member's, agreed_ all of them.
+  std::unique_ptr<BlockExchange> agreement_;
+  std::vector<char> agreement_in_;
+  const char* agreed_ = nullptr;
   std::map<std::tuple<int, int, size_t>, SmallAllReduce> small_allreduce_;
   std::unique_ptr<SharedMemoryGroup> shared_memory_;  // set when every member is on this machine
   std::map<int, uint64_t> p2p_sequence_;              // per peer: Send/Recv calls so far

@@ -25,6 +25,8 @@ namespace {
 
 constexpr uint64_t kMagic = 0x316c6f632d62726fULL;  // "orb-col1"
 constexpr size_t kLine = 64;
+// Rounds of more data than this, among more than two members, reduce in parts (below).
+constexpr size_t kSplitBytes = 64 << 10;
 
 // The segment: a Header, one MemberState per member, then two slots per member, each a
 // Call padded to a line followed by the slot's data.
@@ -36,7 +38,7 @@ struct alignas(kLine) Header {
   std::atomic<uint32_t> sleepers;  // members asleep on `events`
 };
 struct alignas(kLine) MemberState {
-  std::atomic<uint64_t> published;  // the last round this member has written
+  std::atomic<uint64_t> published;  // the last step this member has finished
   std::atomic<uint32_t> left;       // 1 once the member has left the group
   int32_t pid;
   uint64_t start_time;  // of `pid`, in ticks since boot: tells a reused pid apart
@@ -269,41 +271,47 @@ void SharedMemoryGroup::Round(const Call& call, const void* data, size_t bytes) 
     throw CollectiveError(std::string(KindName(call.kind)) + " on collective group '" + name_ +
                           "': the group failed earlier (" + broken_ + "); destroy it and make it again");
   }
-  uint64_t round = round_ + 1;
-  // This round's slot was last read in round - 2; a member past round - 1 is done with it.
-  WaitForAll(round - 1, call);
-  char* slot = SlotOf(base_, rank_, round);
+  // This round's slot was last read in the round before last; a member that has written
+  // the last round is done with it.
+  WaitForAll(last_write_step_, call);
+  ++round_;
+  char* slot = SlotOf(base_, rank_, round_);
   std::memcpy(slot, &call, sizeof(call));
   if (bytes > 0) std::memcpy(slot + kLine, data, bytes);
-  round_ = round;
-  Header* h = HeaderOf(base_);
-  MemberOf(base_, rank_)->published.store(round, std::memory_order_release);
-  h->events.fetch_add(1);
-  if (h->sleepers.load() > 0) FutexWakeAll(&h->events);
-  WaitForAll(round, call);
+  Step(call);
+  last_write_step_ = step_;
   for (int r = 0; r < size_; ++r) {
     Call theirs;
-    std::memcpy(&theirs, SlotOf(base_, r, round), sizeof(theirs));
+    std::memcpy(&theirs, SlotOf(base_, r, round_), sizeof(theirs));
     if (theirs == call) continue;
     std::vector<Call> calls(static_cast<size_t>(size_));
-    for (int i = 0; i < size_; ++i) std::memcpy(&calls[static_cast<size_t>(i)], SlotOf(base_, i, round), sizeof(Call));
+    for (int i = 0; i < size_; ++i) std::memcpy(&calls[static_cast<size_t>(i)], SlotOf(base_, i, round_), sizeof(Call));
     CheckSameCall(name_, rank_, calls.data(), size_);
   }
 }
 
-void SharedMemoryGroup::WaitForAll(uint64_t round, const Call& call) {
-  // The first member not yet at `round`, or -1; a member that left fails the wait.
+void SharedMemoryGroup::Step(const Call& call) {
+  ++step_;
+  Header* h = HeaderOf(base_);
+  MemberOf(base_, rank_)->published.store(step_, std::memory_order_release);
+  h->events.fetch_add(1);
+  if (h->sleepers.load() > 0) FutexWakeAll(&h->events);
+  WaitForAll(step_, call);
+}
+
+void SharedMemoryGroup::WaitForAll(uint64_t step, const Call& call) {
+  // The first member not yet past `step`, or -1; a member that left fails the wait.
   auto first_late = [&]() -> int {
     for (int r = 0; r < size_; ++r) {
       MemberState* m = MemberOf(base_, r);
-      if (m->published.load(std::memory_order_acquire) >= round) continue;
+      if (m->published.load(std::memory_order_acquire) >= step) continue;
       if (m->left.load(std::memory_order_acquire)) Fail(call, "rank " + std::to_string(r) + " left the group");
       return r;
     }
     return -1;
   };
   if (first_late() < 0) return;
-  constexpr auto kSpin = std::chrono::microseconds(30);
+  constexpr auto kSpin = std::chrono::microseconds(2);
   constexpr auto kYield = std::chrono::microseconds(500);
   constexpr auto kLivenessEvery = std::chrono::milliseconds(10);
   Header* h = HeaderOf(base_);
@@ -319,7 +327,7 @@ void SharedMemoryGroup::WaitForAll(uint64_t round, const Call& call) {
       next_liveness_check = now + kLivenessEvery;
       for (int r = 0; r < size_; ++r) {
         MemberState* m = MemberOf(base_, r);
-        if (m->published.load(std::memory_order_acquire) >= round) continue;
+        if (m->published.load(std::memory_order_acquire) >= step) continue;
         if (StartTimeOf(m->pid) != m->start_time) {
           Fail(call, "rank " + std::to_string(r) + " (pid " + std::to_string(m->pid) + ") died");
         }
@@ -341,8 +349,7 @@ void SharedMemoryGroup::WaitForAll(uint64_t round, const Call& call) {
 }
 
 void SharedMemoryGroup::CombineSlots(ReduceFn reduce, char* out, size_t skip, size_t n) const {
-  reduce(out, Slot(0) + skip, Slot(1) + skip, n);
-  for (int r = 2; r < size_; ++r) reduce(out, out, Slot(r) + skip, n);
+  CombineInRankOrder(reduce, out, size_, [&](int r) { return Slot(r) + skip; }, n);
 }
 
 void SharedMemoryGroup::ReduceTo(const Call& call, const Tensor& t, ReduceOp op, int root) {
@@ -351,7 +358,29 @@ void SharedMemoryGroup::ReduceTo(const Call& call, const Tensor& t, ReduceOp op,
   ForEachRound(t.count, ElementsPerRound(t.dtype), [&](size_t offset, size_t n) {
     char* mine = static_cast<char*>(t.data) + offset * width;
     Round(call, mine, n * width);
-    if (n > 0 && (root < 0 || root == rank_)) CombineSlots(reduce, mine, 0, n);
+    bool keeps_result = root < 0 || root == rank_;
+    if (n == 0) return;
+    if (size_ == 2 || n * width < kSplitBytes) {
+      if (keeps_result) CombineSlots(reduce, mine, 0, n);
+      return;
+    }
+    // Member p reduces part p of every slot into part p of its own slot (nobody else
+    // reads that part of it), then everyone copies the parts: each member touches about
+    // three times the data instead of world_size + 1 times.
+    auto part = [&](int p) {
+      return std::make_pair(n * static_cast<size_t>(p) / static_cast<size_t>(size_),
+                            n * static_cast<size_t>(p + 1) / static_cast<size_t>(size_));
+    };
+    auto [from, to] = part(rank_);
+    char* own = SlotOf(base_, rank_, round_) + kLine + from * width;
+    for (int r = 0; r < size_ && to > from; ++r) {
+      if (r != rank_) reduce(own, own, Slot(r) + from * width, to - from);
+    }
+    Step(call);
+    for (int p = 0; p < size_ && keeps_result; ++p) {
+      auto [lo, hi] = part(p);
+      std::memcpy(mine + lo * width, Slot(p) + lo * width, (hi - lo) * width);
+    }
   });
 }
 

@@ -1,14 +1,19 @@
 // Collectives among members that share one machine, through one shared-memory segment.
 //
 // Each member owns two slots; calls run in rounds that alternate between them. In a
-// round a member writes its Call and its part of the data into its slot, publishes the
-// round number in its counter, waits until every member's counter has reached the
-// round, checks that all Calls agree, and computes its result straight from the
-// others' slots. A member reuses a slot two rounds later, once every counter has passed
-// the round in between, so each round costs one wait. Tensors larger than a slot take
-// several rounds. While members keep pace there are no system calls at all: a 1 KiB
-// AllReduce between two processes takes a few microseconds where loopback TCP takes
-// tens. Reductions combine slots in rank order, so every member gets the same bits.
+// round a member writes its Call and its part of the data into its slot, publishes a
+// step in its counter, waits until every member's counter shows that step, checks that
+// all Calls agree, and computes its result straight from the others' slots. A member
+// reuses a slot two rounds later, once every member has written the round in between,
+// so a round costs one wait. Tensors larger than a slot take several rounds. While
+// members keep pace there are no system calls at all: a 1 KiB AllReduce between two
+// processes takes a few microseconds where loopback TCP takes hundreds.
+//
+// Reductions of small rounds, or between two members, combine all slots in rank order
+// on every member (the same bits everywhere). Larger rounds among more members reduce
+// in parts: member p reduces part p of every slot into its own slot, takes one more
+// step, and everyone copies the parts, so each member touches about three times the
+// data rather than world_size + 1 times.
 //
 // Waiting spins briefly, then yields, then sleeps on a futex in the segment. A member
 // whose process is gone, or that left (DestroyGroup), fails the others' waits at once;
@@ -66,8 +71,10 @@ class SharedMemoryGroup {
   void CombineSlots(ReduceFn reduce, char* out, size_t skip, size_t n) const;
   // AllReduce (root < 0) or Reduce to `root`, round by round.
   void ReduceTo(const Call& call, const Tensor& tensor, ReduceOp op, int root);
-  // Waits until every member has published round `round`.
-  void WaitForAll(uint64_t round, const Call& call);
+  // Finishes a step: publishes it and waits until every member has finished it too.
+  void Step(const Call& call);
+  // Waits until every member has finished `step`.
+  void WaitForAll(uint64_t step, const Call& call);
   [[noreturn]] void Fail(const Call& call, const std::string& why);
 
   // Constant after construction.
@@ -78,7 +85,11 @@ class SharedMemoryGroup {
   char* const base_;  // the mapped segment
   const size_t bytes_;
 
-  uint64_t round_ = 0;   // rounds this member has run
+  // Every member takes the same steps: one per round (its data written), and one more
+  // in rounds that reduce in parts (its part reduced). Counters count steps.
+  uint64_t step_ = 0;
+  uint64_t round_ = 0;            // rounds so far; the slot used alternates with it
+  uint64_t last_write_step_ = 0;  // the step that published the last round's data
   std::string broken_;   // why the group can no longer be used; empty while it can
 };
 

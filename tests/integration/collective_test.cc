@@ -7,6 +7,7 @@
 // time with ORB_COLLECTIVE_SHM=0 (collective_tcp_test) so that TCP, the transport
 // between machines, passes the same tests.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -235,6 +236,42 @@ TEST_CASE("Broadcast, AllGather, ReduceScatter, Reduce, Send/Recv and Barrier", 
   auto w1 = m[1].Task(&Member::Barrier).Remote("calls");
   CHECK(*w0.Get(60000) == 0);
   CHECK(*w1.Get(60000) == 1);
+}
+
+TEST_CASE("the calls on tensors past the small-message paths (100k elements)", "[collective]") {
+  orb::testing::EnsureCluster();
+  auto m = Pair("bigger");
+  const size_t n = 100000;
+  std::vector<float> ramp(n), ones(n, 1.0f);
+  for (size_t i = 0; i < n; ++i) ramp[i] = static_cast<float>(i % 1000);
+  auto b0 = m[0].Task(&Member::Broadcast).Remote("bigger", ramp, 0);
+  auto b1 = m[1].Task(&Member::Broadcast).Remote("bigger", ones, 0);
+  CHECK(*b1.Get(60000) == ramp);
+  CHECK(*b0.Get(60000) == ramp);
+
+  auto g0 = m[0].Task(&Member::AllGather).Remote("bigger", ramp);
+  auto g1 = m[1].Task(&Member::AllGather).Remote("bigger", ones);
+  std::vector<float> gathered = ramp;
+  gathered.insert(gathered.end(), ones.begin(), ones.end());
+  CHECK(*g0.Get(60000) == gathered);
+  CHECK(*g1.Get(60000) == gathered);
+
+  auto s0 = m[0].Task(&Member::ReduceScatter).Remote("bigger", gathered);
+  auto s1 = m[1].Task(&Member::ReduceScatter).Remote("bigger", gathered);
+  std::vector<float> first(n), second(n);
+  for (size_t i = 0; i < n; ++i) {
+    first[i] = 2 * ramp[i];
+    second[i] = 2;
+  }
+  CHECK(*s0.Get(60000) == first);
+  CHECK(*s1.Get(60000) == second);
+
+  auto r0 = m[0].Task(&Member::Reduce).Remote("bigger", ramp, 1);
+  auto r1 = m[1].Task(&Member::Reduce).Remote("bigger", ones, 1);
+  std::vector<float> max(n);
+  for (size_t i = 0; i < n; ++i) max[i] = std::max(ramp[i], 1.0f);
+  CHECK(*r1.Get(60000) == max);
+  r0.Get(60000);
 }
 
 TEST_CASE("a group made from the driver over actor handles: ranks in handle order", "[collective]") {
