@@ -42,13 +42,65 @@ struct Max {
   float operator()(float a, float b) const { return a > b ? a : b; }
 };
 
+struct Sum {
+  template <class T>
+  T operator()(T a, T b) const { return a + b; }
+};
+struct Product {
+  template <class T>
+  T operator()(T a, T b) const { return a * b; }
+};
+struct Minimum {
+  template <class T>
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+struct Maximum {
+  template <class T>
+  T operator()(T a, T b) const { return a < b ? b : a; }
+};
+
+// Element-wise out = a op b, written so that the compiler vectorizes it: three cases
+// (out is a, out is b, all distinct) whose pointers cannot alias.
+template <class T, class Op>
+void Combine(void* c, const void* a, const void* b, size_t n) {
+  T* out = static_cast<T*>(c);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  Op op;
+  if (out == x) {
+    T* __restrict o = out;
+    const T* __restrict v = y;
+    for (size_t i = 0; i < n; ++i) o[i] = op(o[i], v[i]);
+  } else if (out == y) {
+    T* __restrict o = out;
+    const T* __restrict u = x;
+    for (size_t i = 0; i < n; ++i) o[i] = op(u[i], o[i]);
+  } else {
+    T* __restrict o = out;
+    const T* __restrict u = x;
+    const T* __restrict v = y;
+    for (size_t i = 0; i < n; ++i) o[i] = op(u[i], v[i]);
+  }
+}
+
 template <class T>
 ReduceFn ReduceFor(ReduceOp op) {
   switch (op) {
-    case ReduceOp::SUM: return &gloo::sum<T>;
-    case ReduceOp::PRODUCT: return &gloo::product<T>;
-    case ReduceOp::MIN: return &gloo::min<T>;
-    case ReduceOp::MAX: return &gloo::max<T>;
+    case ReduceOp::SUM: return &Combine<T, Sum>;
+    case ReduceOp::PRODUCT: return &Combine<T, Product>;
+    case ReduceOp::MIN: return &Combine<T, Minimum>;
+    case ReduceOp::MAX: return &Combine<T, Maximum>;
+  }
+  return nullptr;
+}
+
+// float16 through Gloo's type, which computes in float32.
+ReduceFn Float16ReduceFor(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM: return &gloo::sum<gloo::float16>;
+    case ReduceOp::PRODUCT: return &gloo::product<gloo::float16>;
+    case ReduceOp::MIN: return &gloo::min<gloo::float16>;
+    case ReduceOp::MAX: return &gloo::max<gloo::float16>;
   }
   return nullptr;
 }
@@ -69,7 +121,7 @@ ReduceFn ReduceFunction(DType dtype, ReduceOp op) {
   switch (dtype) {
     case DType::FLOAT32: return ReduceFor<float>(op);
     case DType::FLOAT64: return ReduceFor<double>(op);
-    case DType::FLOAT16: return ReduceFor<gloo::float16>(op);
+    case DType::FLOAT16: return Float16ReduceFor(op);
     case DType::BFLOAT16: return BFloat16ReduceFor(op);
     case DType::INT32: return ReduceFor<int32_t>(op);
     case DType::INT64: return ReduceFor<int64_t>(op);
