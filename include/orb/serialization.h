@@ -42,11 +42,17 @@ size_t SerializedSize(const T& value) {
   return counter.size;
 }
 
+// Unpacks `data` with strings and byte arrays referenced in place rather than copied
+// into the handle's zone. REQUIRES: `data` outlives the handle.
+inline msgpack::object_handle UnpackInPlace(const char* data, size_t size) {
+  return msgpack::unpack(data, size, [](msgpack::type::object_type, std::size_t, void*) { return true; });
+}
+
 // Throws orb::Error naming the expected type when the bytes do not hold a T.
 template <class T>
 T Deserialize(const char* data, size_t size, const char* what = "value") {
   try {
-    msgpack::object_handle handle = msgpack::unpack(data, size);
+    msgpack::object_handle handle = UnpackInPlace(data, size);  // the conversion copies once
     return handle.get().as<T>();
   } catch (const std::exception& e) {
     throw Error(std::string("cannot deserialize ") + what + " as the requested type: " + e.what());

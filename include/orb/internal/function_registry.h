@@ -61,7 +61,7 @@ std::string FunctionKey(F f) {
 template <class T>
 T DeserializeArgument(const std::shared_ptr<ValueBuffer>& buffer, size_t index, const std::string& function) {
   try {
-    msgpack::object_handle handle = msgpack::unpack(buffer->data(), buffer->size());
+    msgpack::object_handle handle = UnpackInPlace(buffer->data(), buffer->size());
     return handle.get().as<T>();
   } catch (const std::exception& e) {
     throw ArgumentError("argument " + std::to_string(index) + " of '" + function +
