@@ -20,16 +20,21 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
+bool TokenMatches(std::string_view presented, const std::string& token) {
+  if (token.empty()) return true;
+  if (presented.size() != token.size()) return false;
+  // Constant-time comparison: a wrong token takes as long whichever byte differs.
+  unsigned char diff = 0;
+  for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(presented[i] ^ token[i]);
+  return diff == 0;
+}
+
 bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token) {
   if (token.empty()) return true;
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find(kTokenMetadataKey);
-  if (it == metadata.end() || it->second.size() != token.size()) return false;
-  // Constant-time comparison: a wrong token takes as long whichever byte differs.
-  unsigned char diff = 0;
-  const char* presented = it->second.data();
-  for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(presented[i] ^ token[i]);
-  return diff == 0;
+  if (it == metadata.end()) return false;
+  return TokenMatches(std::string_view(it->second.data(), it->second.size()), token);
 }
 
 namespace {

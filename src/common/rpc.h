@@ -19,6 +19,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -41,6 +42,9 @@ struct ServiceContext {
 };
 
 bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token);
+// Whether `presented` is the cluster `token` (any value when the token is empty),
+// compared in constant time.
+bool TokenMatches(std::string_view presented, const std::string& token);
 // Counts a call refused for a missing or wrong token (metric rpc_rejected_unauthenticated).
 void CountUnauthenticated();
 

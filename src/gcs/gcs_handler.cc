@@ -166,6 +166,9 @@ void GcsHandler::SeedGossip(const rpc::NodeInfo& node) {
   if (!gossip_) return;
   auto payload = std::make_shared<rpc::GossipNodeState>();
   payload->set_address(node.ip() + ":" + std::to_string(node.raylet_port()));
+  if (node.object_manager_port() > 0) {
+    payload->set_object_manager_address(node.ip() + ":" + std::to_string(node.object_manager_port()));
+  }
   *payload->mutable_resources_total() = node.resources_total();
   *payload->mutable_resources_available() = node.resources_available();
   *payload->mutable_labels() = node.labels();
@@ -196,6 +199,10 @@ void GcsHandler::SyncNodeFromGossip(uint32_t index) {
     if (colon == std::string::npos) return;
     node.set_ip(payload.address().substr(0, colon));
     node.set_raylet_port(std::atoi(payload.address().c_str() + colon + 1));
+    auto stream_colon = payload.object_manager_address().rfind(':');
+    if (stream_colon != std::string::npos) {
+      node.set_object_manager_port(std::atoi(payload.object_manager_address().c_str() + stream_colon + 1));
+    }
     *node.mutable_resources_total() = payload.resources_total();
     *node.mutable_labels() = payload.labels();
     node.set_start_time_ms(NowMs());

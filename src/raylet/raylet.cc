@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <future>
 #include <thread>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -30,7 +31,6 @@ class RayletGrpcService : public rpc::RayletService::CallbackService {
   ORB_SERVICE_METHOD(DeleteObjects)
   ORB_SERVICE_METHOD(GetNodeStats)
   ORB_SERVICE_METHOD(PullObject)
-  ORB_SERVICE_METHOD(ReadObjectChunk)
   ORB_SERVICE_METHOD(PrepareBundle)
   ORB_SERVICE_METHOD(CommitBundle)
   ORB_SERVICE_METHOD(ReturnBundle)
@@ -117,6 +117,7 @@ absl::Status Raylet::Start() {
   ObjectPullerOptions puller;
   puller.token = options_.token;
   object_puller_ = std::make_unique<ObjectPuller>(&object_store_, arena_.get(), &loop_, puller);
+  if (auto status = StartObjectStream(); !status.ok()) return status;
 
   auto cluster_id = RegisterWithGcs();
   if (!cluster_id.ok()) return cluster_id.status();
@@ -138,6 +139,7 @@ absl::Status Raylet::Start() {
 void Raylet::Stop() {
   if (stopping_) return;
   stopping_ = true;
+  object_stream_.reset();  // its connections pin objects through the loop: first
   std::promise<void> drained;
   loop_.Post([this, &drained] {
     if (worker_pool_) worker_pool_->KillAll();
@@ -154,11 +156,47 @@ void Raylet::Stop() {
   loop_.Stop();
 }
 
+absl::Status Raylet::StartObjectStream() {
+  ObjectStreamSource source;
+  source.arena = arena_->data();
+  // Pins and unpins run on the loop, which owns the store; a connection thread waits.
+  source.pin = [this](const ObjectID& id, const WorkerID& reader) {
+    struct Pending {
+      std::mutex mu;
+      bool abandoned = false;  // guarded by mu: the connection stopped waiting
+      std::promise<ObjectLocationInArena> found;
+    };
+    auto pending = std::make_shared<Pending>();
+    auto answer = pending->found.get_future();
+    loop_.Post([this, id, reader, pending] {
+      object_store_.Get({id}, reader, std::chrono::milliseconds(0),
+                        [this, id, reader, pending](std::vector<ObjectLocationInArena> locs) {
+                          std::lock_guard<std::mutex> lock(pending->mu);
+                          if (pending->abandoned && locs[0].found) object_store_.Release({id}, reader);
+                          if (!pending->abandoned) pending->found.set_value(locs[0]);
+                        });
+    });
+    if (answer.wait_for(std::chrono::seconds(10)) == std::future_status::ready) return answer.get();
+    std::lock_guard<std::mutex> lock(pending->mu);
+    if (answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return answer.get();
+    pending->abandoned = true;  // a pin taken later is released at once
+    return ObjectLocationInArena();
+  };
+  source.unpin = [this](const ObjectID& id, const WorkerID& reader) {
+    loop_.Post([this, id, reader] { object_store_.Release({id}, reader); });
+  };
+  auto server = ObjectStreamServer::Start(options_.bind, options_.object_manager_port, options_.token, source);
+  if (!server.ok()) return server.status();
+  object_stream_ = std::move(*server);
+  return absl::OkStatus();
+}
+
 rpc::NodeInfo Raylet::DescribeNode() const {
   rpc::NodeInfo node;
   node.set_node_id(node_id_.Binary());
   node.set_ip(options_.node_ip);
   node.set_raylet_port(port_);
+  node.set_object_manager_port(object_stream_->port());
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   node.set_hostname(host);
@@ -218,6 +256,7 @@ void Raylet::StartGossip(const std::string& cluster_id) {
 void Raylet::PublishLocalState() {
   rpc::GossipNodeState state;
   state.set_address(options_.node_ip + ":" + std::to_string(port_));
+  state.set_object_manager_address(options_.node_ip + ":" + std::to_string(object_stream_->port()));
   for (const auto& [k, v] : lease_granter_->total().ToMap()) (*state.mutable_resources_total())[k] = v;
   for (const auto& [k, v] : lease_granter_->available().ToMap()) (*state.mutable_resources_available())[k] = v;
   for (const auto& [k, v] : options_.labels) (*state.mutable_labels())[k] = v;
@@ -245,6 +284,7 @@ void Raylet::UpdateClusterView() {
     NodeView v;
     v.id = NodeID::FromBinary(gossip_->directory().id(index));
     v.address = slot->payload->address();
+    v.object_manager_address = slot->payload->object_manager_address();
     v.total = ResourceSet::FromAnyMap(slot->payload->resources_total());
     v.available = ResourceSet::FromAnyMap(slot->payload->resources_available());
     v.labels.insert(slot->payload->labels().begin(), slot->payload->labels().end());
@@ -383,7 +423,14 @@ void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObject
                                         (source ? ", which is dead" : ", which this node does not know"));
     return send(grpc::Status::OK);
   }
-  object_puller_->Pull(id, static_cast<uint64_t>(req.size()), source->address, WorkerID::FromBinary(req.worker_id()),
+  if (source->object_manager_address.empty()) {
+    reply->mutable_error()->set_type(rpc::OBJECT_LOST);
+    reply->mutable_error()->set_message("object " + id.Hex() + " is on node " + source->id.Hex() +
+                                        ", which has not said where it serves objects");
+    return send(grpc::Status::OK);
+  }
+  object_puller_->Pull(id, static_cast<uint64_t>(req.size()), source->object_manager_address,
+                       WorkerID::FromBinary(req.worker_id()),
                        [reply, send](const ObjectLocationInArena& loc, const rpc::ErrorInfo& error) {
                          if (error.type() != rpc::ERROR_NONE) {
                            *reply->mutable_error() = error;
@@ -394,12 +441,6 @@ void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObject
                          }
                          send(grpc::Status::OK);
                        });
-}
-
-void Raylet::HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply,
-                                   SendReply send) {
-  object_puller_->HandleReadObjectChunk(req, reply);
-  send(grpc::Status::OK);
 }
 
 void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeStatsReply* reply, SendReply send) {

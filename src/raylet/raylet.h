@@ -22,6 +22,7 @@
 #include "gossip/grpc_transport.h"
 #include "raylet/lease_granter.h"
 #include "raylet/object_manager/object_puller.h"
+#include "raylet/object_manager/object_stream_server.h"
 #include "raylet/placement/bundle_manager.h"
 #include "raylet/object_store/local_object_store.h"
 #include "common/shm_arena.h"
@@ -35,6 +36,7 @@ struct RayletOptions {
   std::string bind = "127.0.0.1";
   std::string node_ip = "127.0.0.1";  // how other processes reach this node
   int port = 0;
+  int object_manager_port = 0;  // the object stream other nodes pull from (0: any free)
   ResourceSet resources;  // CPU, GPU, memory and custom amounts
   std::map<std::string, std::string> labels;
   uint64_t object_store_bytes = 256ull << 20;
@@ -72,7 +74,6 @@ class Raylet {
   void HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply* reply, SendReply send);
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
   void HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send);
-  void HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply, SendReply send);
   void HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply, SendReply send);
   void HandleCommitBundle(const rpc::CommitBundleRequest& req, rpc::CommitBundleReply* reply, SendReply send);
   void HandleReturnBundle(const rpc::ReturnBundleRequest& req, rpc::ReturnBundleReply* reply, SendReply send);
@@ -85,6 +86,8 @@ class Raylet {
   void StartGossip(const std::string& cluster_id);
   // Gossips this node's available resources and demand when they changed.
   void PublishLocalState();
+  // Starts serving this node's objects to other nodes' pullers.
+  absl::Status StartObjectStream();
   // Rebuilds the scheduler's cluster view from the gossip view.
   void UpdateClusterView();
   // Registers again after the GCS rejected our gossip as another cluster's.
@@ -99,6 +102,7 @@ class Raylet {
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
   std::unique_ptr<ObjectPuller> object_puller_;
+  std::unique_ptr<ObjectStreamServer> object_stream_;
   std::unique_ptr<BundleManager> bundles_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   gossip::NodeDirectory directory_;

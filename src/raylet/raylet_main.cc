@@ -49,6 +49,9 @@ int RayletMain(int argc, char** argv) {
   int infeasible_ms = 3000;
   app.add_option("--gcs-address", options.gcs_address, "GCS address HOST:PORT")->required();
   app.add_option("--port", options.port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
+  app.add_option("--object-manager-port", options.object_manager_port,
+                 "port other nodes pull objects from (0 picks a free one)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--bind", options.bind, "address to bind (default loopback only)");
   app.add_option("--node-ip-address", options.node_ip, "address other processes use to reach this node");
   app.add_option("--num-cpus", num_cpus, "CPUs to offer (default: core count)")->check(CLI::NonNegativeNumber);

@@ -1,10 +1,16 @@
-// gcs_server and raylet as real processes: authentication, malformed requests, bad
-// flags, and a GCS killed with SIGKILL and restarted on its storage.
+// gcs_server and raylet as real processes: authentication, malformed requests (RPCs,
+// gossip, the object stream), bad flags, and a GCS killed with SIGKILL and restarted on
+// its storage.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -13,6 +19,7 @@
 #include "common/process.h"
 #include "common/rpc.h"
 #include "common/session.h"
+#include "raylet/object_manager/object_stream_protocol.h"
 #include "gcs_service.grpc.pb.h"
 #include "gossip.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"
@@ -296,4 +303,105 @@ TEST_CASE("a GCS killed with SIGKILL and restarted keeps jobs and keys; the rayl
   CHECK(fs::exists(arena));
   auto successor = StartRaylet(dir, address, "t");
   CHECK_FALSE(fs::exists(arena));
+}
+
+namespace {
+
+// One request on the object stream, as raw bytes on a socket: what another node (or
+// anyone who can reach the port) sends.
+struct StreamConnection {
+  explicit StreamConnection(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    object_stream::ConfigureSocket(fd, 10);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  }
+  ~StreamConnection() { ::close(fd); }
+  // Sends a request; returns the status answered (-1: no answer).
+  int64_t Ask(const ObjectID& id, uint64_t offset, uint64_t length, const std::string& token, std::string* data) {
+    object_stream::RequestHeader request{object_stream::kMagic, object_stream::kVersion,
+                                         static_cast<uint32_t>(token.size()), {}, offset, length};
+    std::memcpy(request.object_id, id.Binary().data(), object_stream::kObjectIdBytes);
+    if (!object_stream::WriteAll(fd, &request, sizeof(request)) || !object_stream::WriteAll(fd, token.data(), token.size())) {
+      return -1;
+    }
+    return Answer(data);
+  }
+  int64_t Answer(std::string* data) {
+    object_stream::ResponseHeader response{};
+    if (!object_stream::ReadAll(fd, &response, sizeof(response))) return -1;
+    if (response.status == object_stream::kOk && data) {
+      data->resize(response.length);
+      if (!object_stream::ReadAll(fd, data->data(), data->size())) return -1;
+    }
+    return response.status;
+  }
+  // Closed (or reset, when our unread bytes were still in its buffer) by the raylet.
+  bool ClosedByPeer() {
+    char byte;
+    ssize_t n = ::recv(fd, &byte, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+  int fd;
+};
+
+}  // namespace
+
+TEST_CASE("the object stream refuses garbage, strangers and bad ranges, counts them, and keeps serving",
+          "[security][objects]") {
+  TempDir dir;
+  const std::string token = "s3cret-token";
+  auto gcs = StartGcs(dir, token);
+  auto raylet = StartRaylet(dir, gcs->started.address, token);
+  RpcClient<rpc::GcsService> gcs_client(gcs->started.address, token);
+  int port = 0;
+  REQUIRE(WaitFor(
+      [&] {
+        auto nodes = gcs_client.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
+        if (nodes.ok() && nodes->nodes_size() == 1) port = nodes->nodes(0).object_manager_port();
+        return port > 0;
+      },
+      std::chrono::seconds(10)));
+
+  // A sealed 100-byte object to ask for.
+  RpcClient<rpc::RayletService> raylet_client(raylet->started.address, token);
+  ObjectID id = ObjectID::FromRandom();
+  rpc::CreateObjectRequest create;
+  create.set_object_id(id.Binary());
+  create.set_size(100);
+  REQUIRE(raylet_client.CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), create).ok());
+  rpc::SealObjectRequest seal;
+  seal.set_object_id(id.Binary());
+  REQUIRE(raylet_client.CallSync<rpc::SealObjectReply>(ORB_RPC(SealObject), seal).ok());
+
+  {
+    StreamConnection garbage(port);
+    std::string junk(64, '\x7f');
+    REQUIRE(object_stream::WriteAll(garbage.fd, junk.data(), junk.size()));
+    CHECK(garbage.Answer(nullptr) == object_stream::kMalformed);
+    CHECK(garbage.ClosedByPeer());
+  }
+  {
+    StreamConnection stranger(port);
+    CHECK(stranger.Ask(id, 0, 100, "wrong-token!", nullptr) == object_stream::kUnauthenticated);
+    CHECK(stranger.ClosedByPeer());
+  }
+  {
+    // A member's connection survives requests the raylet refuses, then gets the bytes.
+    StreamConnection member(port);
+    std::string data;
+    CHECK(member.Ask(ObjectID::FromRandom(), 0, 10, token, nullptr) == object_stream::kNotFound);
+    CHECK(member.Ask(id, 50, 100, token, nullptr) == object_stream::kOutOfRange);
+    CHECK(member.Ask(id, uint64_t{1} << 63, 1, token, nullptr) == object_stream::kOutOfRange);
+    CHECK(member.Ask(id, 10, 90, token, &data) == object_stream::kOk);
+    CHECK(data.size() == 90);
+  }
+  auto stats = raylet_client.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest());
+  REQUIRE(stats.ok());
+  CHECK(stats->metrics().at("object_stream_malformed") == 1);
+  CHECK(stats->metrics().at("object_stream_rejected_unauthenticated") == 1);
+  CHECK(stats->metrics().at("object_chunk_requests_rejected") == 2);
 }

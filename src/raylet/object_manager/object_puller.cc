@@ -9,15 +9,13 @@
 namespace orb {
 
 ObjectPuller::ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options)
-    : store_(store), arena_(arena), loop_(loop), options_(std::move(options)) {}
+    : store_(store),
+      arena_(arena),
+      loop_(loop),
+      options_(std::move(options)),
+      stream_(options_.token, options_.chunks_in_flight) {}
 
-RpcClient<rpc::RayletService>* ObjectPuller::Client(const std::string& address) {
-  auto& client = clients_[address];
-  if (!client) client = std::make_unique<RpcClient<rpc::RayletService>>(address, options_.token);
-  return client.get();
-}
-
-void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& source_address, const WorkerID& reader,
+void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader,
                         Done done) {
   if (store_->Contains(id)) {
     // Already here (an earlier pull, or a copy this node made): pin and answer.
@@ -42,58 +40,48 @@ void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& so
   Transfer& t = pulls_[id];
   t.size = size;
   t.offset = created->offset;
-  t.source = Client(source_address);
+  t.source = source_stream;
   t.waiters.push_back({reader, std::move(done)});
-  spdlog::debug("pulling object {} ({} bytes) from {}", id.Hex(), size, source_address);
+  spdlog::debug("pulling object {} ({} bytes) from {}", id.Hex(), size, source_stream);
   if (size == 0) return Finish(id, rpc::ErrorInfo());
   RequestChunks(id);
 }
 
 void ObjectPuller::RequestChunks(const ObjectID& id) {
   Transfer& t = pulls_[id];
-  while (!t.failed && t.in_flight < options_.chunks_in_flight && t.next_chunk < t.size) {
+  while (t.failure.ok() && t.in_flight < options_.chunks_in_flight && t.next_chunk < t.size) {
     uint64_t chunk_offset = t.next_chunk;
     uint64_t length = std::min(options_.chunk_bytes, t.size - chunk_offset);
     t.next_chunk += length;
     t.in_flight++;
-    rpc::ReadObjectChunkRequest request;
-    request.set_object_id(id.Binary());
-    request.set_offset(static_cast<int64_t>(chunk_offset));
-    request.set_length(static_cast<int64_t>(length));
-    CallOptions call;
-    call.timeout = std::chrono::seconds(60);
-    t.source->Call<rpc::ReadObjectChunkReply>(
-        ORB_RPC(ReadObjectChunk), request,
-        [this, id, chunk_offset](const absl::Status& status, rpc::ReadObjectChunkReply&& reply) {
-          loop_->Post([this, id, chunk_offset, status, reply = std::move(reply)]() mutable {
-            OnChunk(id, chunk_offset, status, std::move(reply));
-          });
-        },
-        call);
+    // The space is this pull's until it is sealed or aborted, which waits for every
+    // chunk in flight: the fetch threads may write into it meanwhile.
+    stream_.Fetch(t.source, id, chunk_offset, length, arena_->data() + t.offset + chunk_offset,
+                  [this, id, length](absl::Status status) {
+                    loop_->Post([this, id, length, status] { OnChunk(id, length, status); });
+                  });
   }
 }
 
-void ObjectPuller::OnChunk(const ObjectID& id, uint64_t chunk_offset, const absl::Status& status,
-                           rpc::ReadObjectChunkReply reply) {
+void ObjectPuller::OnChunk(const ObjectID& id, uint64_t length, const absl::Status& status) {
   auto it = pulls_.find(id);
   if (it == pulls_.end()) return;
   Transfer& t = it->second;
   t.in_flight--;
-  uint64_t expected = std::min(options_.chunk_bytes, t.size - chunk_offset);
-  if (!status.ok() || !reply.found() || reply.data().size() != expected) {
-    if (status.ok() && reply.found()) IncrementCounter("object_chunks_dropped_corrupt");
-    t.failed = true;
-    if (t.in_flight == 0) {
-      rpc::ErrorInfo error;
-      error.set_type(rpc::OBJECT_LOST);
-      error.set_message("object " + id.Hex() + " could not be fetched from " + t.source->address() + ": " +
-                        (status.ok() ? "the node no longer has it" : std::string(status.message())));
-      Finish(id, error);
-    }
-    return;
+  if (!status.ok()) {
+    if (absl::IsDataLoss(status)) IncrementCounter("object_chunks_dropped_corrupt");
+    if (t.failure.ok()) t.failure = status;
+  } else {
+    t.received += length;
   }
-  std::memcpy(arena_->data() + t.offset + chunk_offset, reply.data().data(), reply.data().size());
-  t.received += reply.data().size();
+  if (!t.failure.ok()) {
+    if (t.in_flight > 0) return;
+    rpc::ErrorInfo error;
+    error.set_type(rpc::OBJECT_LOST);
+    error.set_message("object " + id.Hex() + " could not be fetched from " + t.source + ": " +
+                      std::string(t.failure.message()));
+    return Finish(id, error);
+  }
   if (t.received == t.size) return Finish(id, rpc::ErrorInfo());
   RequestChunks(id);
 }
@@ -111,18 +99,6 @@ void ObjectPuller::Finish(const ObjectID& id, const rpc::ErrorInfo& error) {
     store_->Get({id}, w.reader, std::chrono::milliseconds(0),
                 [done = std::move(w.done)](std::vector<ObjectLocationInArena> locs) { done(locs[0], rpc::ErrorInfo()); });
   }
-}
-
-void ObjectPuller::HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply) const {
-  const ObjectLocationInArena* loc = store_->Peek(ObjectID::FromBinary(req.object_id()));
-  if (!loc || req.offset() < 0 || req.length() < 0 || static_cast<uint64_t>(req.offset() + req.length()) > loc->size) {
-    if (loc) IncrementCounter("object_chunk_requests_rejected");
-    reply->set_found(false);
-    return;
-  }
-  reply->set_found(true);
-  reply->set_data(reinterpret_cast<const char*>(arena_->data() + loc->offset + req.offset()),
-                  static_cast<size_t>(req.length()));
 }
 
 }  // namespace orb

@@ -1,8 +1,8 @@
 // Copies objects held by other nodes into this node's store, in chunks.
 //
-// A pull creates space for the object here, asks the source raylet for byte ranges of
-// `chunk_bytes` (several in flight), writes each into the arena as it arrives, and seals
-// the copy when every range is in. The copy is secondary: evictable once no reader has
+// A pull creates space for the object here, asks the source node's object stream for
+// byte ranges of `chunk_bytes` (several in flight, each received straight into the
+// arena; see object_stream_protocol.h), and seals the copy when every range is in. The copy is secondary: evictable once no reader has
 // it pinned. Pulls of one object that overlap share one transfer; each waiter gets the
 // object pinned for it. A source that is unreachable or no longer has the object fails
 // the pull with OBJECT_LOST. Runs on the raylet's event loop; not thread-safe.
@@ -15,16 +15,16 @@
 
 #include "common/event_loop.h"
 #include "common/id.h"
-#include "common/rpc.h"
 #include "common/shm_arena.h"
+#include "raylet/object_manager/object_stream_client.h"
 #include "raylet/object_store/local_object_store.h"
 #include "raylet_service.grpc.pb.h"
 
 namespace orb {
 
 struct ObjectPullerOptions {
-  uint64_t chunk_bytes = 5ull << 20;
-  int chunks_in_flight = 4;
+  uint64_t chunk_bytes = 8ull << 20;
+  int chunks_in_flight = 4;  // also the number of fetch threads
   std::string token;
 };
 
@@ -33,11 +33,9 @@ class ObjectPuller {
   ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options);
 
   // `done(location, error)`: the object is sealed here and pinned for `reader`, or not.
+  // `source_stream` is the holder's object stream address ("ip:port").
   using Done = std::function<void(const ObjectLocationInArena&, const rpc::ErrorInfo&)>;
-  void Pull(const ObjectID& id, uint64_t size, const std::string& source_address, const WorkerID& reader, Done done);
-
-  // Serves a byte range of a local object to another node's puller.
-  void HandleReadObjectChunk(const rpc::ReadObjectChunkRequest& req, rpc::ReadObjectChunkReply* reply) const;
+  void Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader, Done done);
 
   size_t pulls_in_progress() const { return pulls_.size(); }
 
@@ -52,22 +50,21 @@ class ObjectPuller {
     uint64_t next_chunk = 0;
     uint64_t received = 0;
     int in_flight = 0;
-    bool failed = false;
-    RpcClient<rpc::RayletService>* source = nullptr;
+    absl::Status failure;  // the first chunk that failed
+    std::string source;    // the holder's object stream
     std::vector<Waiter> waiters;
   };
 
   void RequestChunks(const ObjectID& id);
-  void OnChunk(const ObjectID& id, uint64_t chunk_offset, const absl::Status& status, rpc::ReadObjectChunkReply reply);
+  void OnChunk(const ObjectID& id, uint64_t length, const absl::Status& status);
   void Finish(const ObjectID& id, const rpc::ErrorInfo& error);
-  RpcClient<rpc::RayletService>* Client(const std::string& address);
 
   LocalObjectStore* store_;
   ShmArena* arena_;
   EventLoop* loop_;
   ObjectPullerOptions options_;
   std::unordered_map<ObjectID, Transfer> pulls_;
-  std::unordered_map<std::string, std::unique_ptr<RpcClient<rpc::RayletService>>> clients_;
+  ObjectStreamClient stream_;  // last: its threads stop before the rest goes
 };
 
 }  // namespace orb

@@ -15,7 +15,8 @@ namespace orb {
 
 struct NodeView {
   NodeID id;
-  std::string address;  // raylet "ip:port"
+  std::string address;                 // raylet "ip:port"
+  std::string object_manager_address;  // its object stream "ip:port"
   ResourceSet total;
   ResourceSet available;
   std::map<std::string, std::string> labels;

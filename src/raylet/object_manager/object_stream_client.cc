@@ -1,0 +1,153 @@
+#include "raylet/object_manager/object_stream_client.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "raylet/object_manager/object_stream_protocol.h"
+
+namespace orb {
+
+namespace os = object_stream;
+
+ObjectStreamClient::ObjectStreamClient(std::string token, int threads)
+    : token_(std::move(token)), threads_(std::make_unique<ThreadPool>(threads)) {}
+
+ObjectStreamClient::~ObjectStreamClient() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+  }
+  threads_.reset();  // runs what is queued (it fails fast now) and joins
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int fd : open_) ::close(fd);
+}
+
+void ObjectStreamClient::Fetch(const std::string& address, const ObjectID& id, uint64_t offset, uint64_t length,
+                               uint8_t* dest, std::function<void(absl::Status)> done) {
+  threads_->Post([this, address, id, offset, length, dest, done = std::move(done)] {
+    done(FetchNow(address, id, offset, length, dest));
+  });
+}
+
+absl::Status ObjectStreamClient::FetchNow(const std::string& address, const ObjectID& id, uint64_t offset,
+                                          uint64_t length, uint8_t* dest) {
+  os::RequestHeader request{};
+  request.magic = os::kMagic;
+  request.version = os::kVersion;
+  request.token_bytes = static_cast<uint32_t>(token_.size());
+  std::string binary = id.Binary();
+  std::memcpy(request.object_id, binary.data(), os::kObjectIdBytes);
+  request.offset = offset;
+  request.length = length;
+  os::ResponseHeader response{};
+  int fd = -1;
+  // A connection kept from earlier may have been closed by its peer (a restart): then
+  // once more on a new one.
+  for (int attempt = 0;; ++attempt) {
+    absl::Status error;
+    bool reused = false;
+    fd = Borrow(address, &reused, &error);
+    if (fd < 0) return error;
+    if (os::WriteAll(fd, &request, sizeof(request)) && os::WriteAll(fd, token_.data(), token_.size()) &&
+        os::ReadAll(fd, &response, sizeof(response))) {
+      break;
+    }
+    Close(fd);
+    if (!reused || attempt > 0) return absl::UnavailableError("the object stream at " + address + " broke off");
+  }
+  switch (response.status) {
+    case os::kOk:
+      break;
+    case os::kNotFound:
+      GiveBack(address, fd);
+      return absl::NotFoundError("the node no longer has object " + id.Hex());
+    case os::kOutOfRange:
+      GiveBack(address, fd);
+      return absl::OutOfRangeError("bytes " + std::to_string(offset) + "+" + std::to_string(length) +
+                                   " are not inside object " + id.Hex());
+    case os::kUnauthenticated:
+      Close(fd);
+      return absl::PermissionDeniedError("the object stream at " + address + " refused the cluster token");
+    default:
+      Close(fd);
+      return absl::DataLossError("the object stream at " + address + " answered status " +
+                                 std::to_string(response.status));
+  }
+  if (response.length != length) {
+    Close(fd);
+    return absl::DataLossError("the object stream at " + address + " offered " + std::to_string(response.length) +
+                               " bytes where " + std::to_string(length) + " were asked for");
+  }
+  if (!os::ReadAll(fd, dest, length)) {
+    Close(fd);
+    return absl::UnavailableError("the object stream at " + address + " broke off mid-range");
+  }
+  GiveBack(address, fd);
+  return absl::OkStatus();
+}
+
+int ObjectStreamClient::Borrow(const std::string& address, bool* reused, absl::Status* error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      *error = absl::CancelledError("this node is shutting down");
+      return -1;
+    }
+    auto& idle = idle_[address];
+    if (!idle.empty()) {
+      int fd = idle.back();
+      idle.pop_back();
+      *reused = true;
+      return fd;
+    }
+  }
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    *error = absl::InvalidArgumentError("not an ip:port address: " + address);
+    return -1;
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), address.c_str() + colon + 1, &hints, &found); rc != 0) {
+    *error = absl::UnavailableError("cannot resolve " + address + ": " + ::gai_strerror(rc));
+    return -1;
+  }
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) os::ConfigureSocket(fd, 60);  // also bounds connect()
+  bool connected = fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0;
+  ::freeaddrinfo(found);
+  if (!connected) {
+    *error = absl::UnavailableError("cannot connect to the object stream at " + address + ": " + std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    ::close(fd);
+    *error = absl::CancelledError("this node is shutting down");
+    return -1;
+  }
+  open_.insert(fd);
+  return fd;
+}
+
+void ObjectStreamClient::GiveBack(const std::string& address, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_[address].push_back(fd);
+}
+
+void ObjectStreamClient::Close(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_.erase(fd);
+  ::close(fd);
+}
+
+}  // namespace orb

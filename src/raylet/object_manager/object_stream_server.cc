@@ -1,0 +1,127 @@
+#include "raylet/object_manager/object_stream_server.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/rpc.h"
+#include "raylet/object_manager/object_stream_protocol.h"
+
+namespace orb {
+
+namespace os = object_stream;
+
+absl::StatusOr<std::unique_ptr<ObjectStreamServer>> ObjectStreamServer::Start(const std::string& bind_ip, int port,
+                                                                               std::string token,
+                                                                               ObjectStreamSource source) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(bind_ip.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return absl::InvalidArgumentError("object stream: cannot bind to " + bind_ip + ": " + ::gai_strerror(rc));
+  }
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
+  ::freeaddrinfo(found);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  if (!ok || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return absl::UnavailableError("object stream: cannot listen on " + bind_ip + ":" + service + ": " + why);
+  }
+  int bound_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                                : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  auto server = std::unique_ptr<ObjectStreamServer>(new ObjectStreamServer(fd, bound_port, std::move(token), source));
+  server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
+  return server;
+}
+
+ObjectStreamServer::ObjectStreamServer(int listener, int port, std::string token, ObjectStreamSource source)
+    : listener_(listener), port_(port), token_(std::move(token)), source_(std::move(source)) {}
+
+ObjectStreamServer::~ObjectStreamServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
+  }
+  ::shutdown(listener_, SHUT_RDWR);  // wakes accept()
+  if (acceptor_.joinable()) acceptor_.join();
+  ::close(listener_);
+  std::unique_lock<std::mutex> lock(mu_);
+  drained_.wait(lock, [this] { return connections_.empty(); });
+}
+
+void ObjectStreamServer::AcceptLoop() {
+  while (true) {
+    int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // shut down
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || connections_.size() >= kMaxConnections) {
+      ::close(fd);
+      if (stopping_) return;
+      continue;
+    }
+    os::ConfigureSocket(fd, 60);
+    connections_.insert(fd);
+    std::thread([this, fd] { Serve(fd); }).detach();
+  }
+}
+
+void ObjectStreamServer::Serve(int fd) {
+  WorkerID reader = WorkerID::FromRandom();  // this connection's pins
+  while (ServeOne(fd, reader)) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ::close(fd);
+  connections_.erase(fd);
+  drained_.notify_all();
+}
+
+bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader) {
+  os::RequestHeader request;
+  if (!os::ReadAll(fd, &request, sizeof(request))) return false;  // closed between requests
+  auto answer = [fd](os::Status status, uint64_t length) {
+    os::ResponseHeader response{status, length};
+    return os::WriteAll(fd, &response, sizeof(response));
+  };
+  if (request.magic != os::kMagic || request.version != os::kVersion || request.token_bytes > os::kMaxTokenBytes) {
+    IncrementCounter("object_stream_malformed");
+    answer(os::kMalformed, 0);
+    return false;
+  }
+  std::string token(request.token_bytes, '\0');
+  if (!os::ReadAll(fd, token.data(), token.size())) return false;
+  if (!TokenMatches(token, token_)) {
+    IncrementCounter("object_stream_rejected_unauthenticated");
+    answer(os::kUnauthenticated, 0);
+    return false;
+  }
+  ObjectID id = ObjectID::FromBinary(std::string(request.object_id, os::kObjectIdBytes));
+  ObjectLocationInArena where = source_.pin(id, reader);
+  if (!where.found) return answer(os::kNotFound, 0);
+  if (request.offset > where.size || request.length > where.size - request.offset) {
+    source_.unpin(id, reader);
+    IncrementCounter("object_chunk_requests_rejected");
+    return answer(os::kOutOfRange, 0);
+  }
+  bool sent = answer(os::kOk, request.length) &&
+              os::WriteAll(fd, source_.arena + where.offset + request.offset, request.length);
+  source_.unpin(id, reader);
+  return sent;
+}
+
+}  // namespace orb
