@@ -13,8 +13,10 @@
 
 namespace orb {
 
-static absl::StatusOr<uint8_t*> MapFile(int fd, size_t size, const std::string& path) {
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+static absl::StatusOr<uint8_t*> MapFile(int fd, size_t size, const std::string& path,
+                                        ShmArena::Mapping mapping = ShmArena::Mapping::kPopulated) {
+  int flags = MAP_SHARED | (mapping == ShmArena::Mapping::kPopulated ? MAP_POPULATE : 0);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, flags, fd, 0);
   if (p == MAP_FAILED) return absl::ResourceExhaustedError("cannot map " + path + ": " + std::strerror(errno));
   return static_cast<uint8_t*>(p);
 }
@@ -39,10 +41,10 @@ absl::StatusOr<std::unique_ptr<ShmArena>> ShmArena::Create(const std::string& pa
   return std::unique_ptr<ShmArena>(new ShmArena(path, *mapped, size, /*owner=*/true));
 }
 
-absl::StatusOr<std::unique_ptr<ShmArena>> ShmArena::Attach(const std::string& path, size_t size) {
+absl::StatusOr<std::unique_ptr<ShmArena>> ShmArena::Attach(const std::string& path, size_t size, Mapping mapping) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError("cannot open object store " + path + ": " + std::strerror(errno));
-  auto mapped = MapFile(fd, size, path);
+  auto mapped = MapFile(fd, size, path, mapping);
   ::close(fd);
   if (!mapped.ok()) return mapped.status();
   return std::unique_ptr<ShmArena>(new ShmArena(path, *mapped, size, /*owner=*/false));

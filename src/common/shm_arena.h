@@ -1,8 +1,11 @@
 // One shared-memory file in /dev/shm, mapped into the raylet and into every local worker.
 //
 // The raylet creates it at start (Create) with every page touched, so that writers
-// later copy at memory speed instead of taking a page fault per 4 KiB. Workers map the
-// same file once (Attach) and read objects in place: a Get on the node is zero-copy.
+// later copy at memory speed instead of taking a page fault per 4 KiB. Drivers and
+// workers map the same file once (Attach) and read objects in place: a Get on the node
+// is zero-copy. A driver's mapping is populated up front (its large Puts copy at memory
+// speed); a worker's fills in as it touches pages, since populating every page table
+// entry of a large arena would cost each new worker (each new actor) tens of ms.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +21,10 @@ class ShmArena {
  public:
   // Creates `path` (a /dev/shm file) of `size` bytes and maps it, pre-faulted.
   static absl::StatusOr<std::unique_ptr<ShmArena>> Create(const std::string& path, size_t size);
-  // Maps an existing arena read-write; pages are populated eagerly.
-  static absl::StatusOr<std::unique_ptr<ShmArena>> Attach(const std::string& path, size_t size);
+  enum class Mapping { kPopulated, kOnDemand };
+  // Maps an existing arena read-write.
+  static absl::StatusOr<std::unique_ptr<ShmArena>> Attach(const std::string& path, size_t size,
+                                                          Mapping mapping = Mapping::kPopulated);
   ~ShmArena();  // unmaps; the creator also unlinks the file
 
   // Arena files are named "<prefix><pid>-<tag>" after the raylet that made them. A raylet

@@ -149,7 +149,8 @@ absl::Status CoreWorker::Start() {
   }
   node_id_ = NodeID::FromBinary(registered->node_id());
   self_address_.set_node_id(node_id_.Binary());
-  auto arena = ShmArena::Attach(registered->object_store_path(), static_cast<size_t>(registered->object_store_bytes()));
+  auto arena = ShmArena::Attach(registered->object_store_path(), static_cast<size_t>(registered->object_store_bytes()),
+                                options_.is_driver ? ShmArena::Mapping::kPopulated : ShmArena::Mapping::kOnDemand);
   if (!arena.ok()) return arena.status();
   store_ = std::make_unique<StoreClient>(raylet_.get(), options_.worker_id, std::move(*arena));
 
