@@ -11,6 +11,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -153,6 +154,10 @@ class CoreWorker {
   mutable std::mutex actor_mu_;
   std::string hosted_actor_id_;  // binary; the actor this worker hosts
   bool hosted_actor_restarted_ = false;
+  std::mutex placement_groups_mu_;
+  // Groups this process created that were placed before Create returned (a Wait on
+  // them needs no round trip); guarded by placement_groups_mu_.
+  std::set<std::string> placement_groups_created_;
 };
 
 }  // namespace orb

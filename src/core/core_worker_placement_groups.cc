@@ -30,13 +30,22 @@ std::string CoreWorker::CreatePlacementGroup(const std::string& name,
       (*bundle->mutable_resources())[resource] = amount;
     }
   }
-  CallGcs<rpc::CreatePlacementGroupReply>(ORB_RPC(CreatePlacementGroup), request, "cannot create placement group");
+  auto reply = CallGcs<rpc::CreatePlacementGroupReply>(ORB_RPC(CreatePlacementGroup), request,
+                                                      "cannot create placement group");
+  if (reply.created()) {
+    std::lock_guard<std::mutex> lock(placement_groups_mu_);
+    placement_groups_created_.insert(id.Hex());
+  }
   return id.Hex();
 }
 
 bool CoreWorker::WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) {
   PlacementGroupID id = PlacementGroupID::FromHex(id_hex);
   if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
+  {
+    std::lock_guard<std::mutex> lock(placement_groups_mu_);
+    if (placement_groups_created_.count(id.Hex())) return true;  // placed before Create returned
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -58,6 +67,10 @@ bool CoreWorker::WaitPlacementGroupReady(const std::string& id_hex, int64_t time
 void CoreWorker::RemovePlacementGroup(const std::string& id_hex) {
   PlacementGroupID id = PlacementGroupID::FromHex(id_hex);
   if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
+  {
+    std::lock_guard<std::mutex> lock(placement_groups_mu_);
+    placement_groups_created_.erase(id.Hex());
+  }
   rpc::RemovePlacementGroupRequest request;
   request.set_placement_group_id(id.Binary());
   CallGcs<rpc::RemovePlacementGroupReply>(ORB_RPC(RemovePlacementGroup), request,

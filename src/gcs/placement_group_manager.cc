@@ -1,5 +1,7 @@
 #include "gcs/placement_group_manager.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "common/id.h"
@@ -62,7 +64,7 @@ void PlacementGroupManager::Start() {
 }
 
 void PlacementGroupManager::HandleCreatePlacementGroup(const rpc::CreatePlacementGroupRequest& req,
-                                                       rpc::CreatePlacementGroupReply*, SendReply send) {
+                                                       rpc::CreatePlacementGroupReply* reply, SendReply send) {
   const rpc::PlacementGroupInfo& in = req.placement_group();
   if (PlacementGroupID::FromBinary(in.placement_group_id()).IsNil()) {
     return send(Invalid("placement_group_id must be 16 bytes"));
@@ -89,8 +91,19 @@ void PlacementGroupManager::HandleCreatePlacementGroup(const rpc::CreatePlacemen
   std::string id = pg.placement_group_id();
   groups_[id] = std::move(pg);
   Changed(groups_[id]);
-  send(grpc::Status::OK);
+  pending_creates_[id] = PendingCreate{reply, std::move(send)};
+  loop_->RunAfter(std::chrono::seconds(1), [this, id] { AnswerCreate(id); });  // whatever happens meanwhile
   Schedule(id);
+}
+
+void PlacementGroupManager::AnswerCreate(const std::string& pg_id) {
+  auto it = pending_creates_.find(pg_id);
+  if (it == pending_creates_.end()) return;
+  PendingCreate pending = std::move(it->second);
+  pending_creates_.erase(it);
+  auto pg = groups_.find(pg_id);
+  pending.reply->set_created(pg != groups_.end() && pg->second.state() == rpc::PlacementGroupInfo::CREATED);
+  pending.send(grpc::Status::OK);
 }
 
 void PlacementGroupManager::Schedule(const std::string& pg_id) {
@@ -108,7 +121,7 @@ void PlacementGroupManager::Schedule(const std::string& pg_id) {
   }
   Attempt attempt;
   attempt.id = next_attempt_++;
-  if (missing.empty()) return;
+  if (missing.empty()) return AnswerCreate(pg_id);
   auto placement = PlaceBundles(pg.strategy(), missing, used, access_.live_nodes());
   if (!placement) {
     std::string reason = "no set of live nodes has room for the bundles under " +
@@ -118,16 +131,20 @@ void PlacementGroupManager::Schedule(const std::string& pg_id) {
       Changed(pg);
     }
     attempts_[pg_id] = attempt;
+    AnswerCreate(pg_id);  // pending: the creator waits with Wait
     return RetryLater(pg_id, attempt.id);
   }
   attempt.placement = std::move(*placement);
   attempt.replies_left = static_cast<int>(attempt.placement.size());
+  attempt.one_phase = std::all_of(attempt.placement.begin(), attempt.placement.end(),
+                                  [&](const auto& entry) { return entry.second == attempt.placement.begin()->second; });
   attempts_[pg_id] = attempt;
   for (const auto& [index, node] : attempts_[pg_id].placement) {
     rpc::PrepareBundleRequest request;
     request.set_placement_group_id(pg_id);
     request.set_bundle_index(index);
     *request.mutable_resources() = pg.bundles(index).resources();
+    request.set_commit(attempts_[pg_id].one_phase);
     uint64_t id = attempt.id;
     raylets_.Get(access_.raylet_of(node))
         ->Call<rpc::PrepareBundleReply>(ORB_RPC(PrepareBundle), request,
@@ -154,8 +171,10 @@ void PlacementGroupManager::OnPrepared(const std::string& pg_id, uint64_t attemp
   if (!attempt.all_ok) {
     // Phase one failed somewhere (a view was stale): undo it everywhere, try again.
     ReturnBundles(pg_id, attempt.placement);
+    AnswerCreate(pg_id);
     return RetryLater(pg_id, attempt_id);
   }
+  if (attempt.one_phase) return Placed(pg_id);
   attempt.replies_left = static_cast<int>(attempt.placement.size());
   for (const auto& [index, node] : attempt.placement) {
     rpc::CommitBundleRequest request;
@@ -178,14 +197,21 @@ void PlacementGroupManager::OnCommitted(const std::string& pg_id, uint64_t attem
   if (--attempt.replies_left > 0) return;
   if (!attempt.all_ok) {
     ReturnBundles(pg_id, attempt.placement);
+    AnswerCreate(pg_id);
     return RetryLater(pg_id, attempt_id);
   }
+  Placed(pg_id);
+}
+
+void PlacementGroupManager::Placed(const std::string& pg_id) {
+  auto it = attempts_.find(pg_id);
   rpc::PlacementGroupInfo& pg = groups_[pg_id];
-  for (const auto& [index, node] : attempt.placement) pg.mutable_bundles(index)->set_node_id(node);
+  for (const auto& [index, node] : it->second.placement) pg.mutable_bundles(index)->set_node_id(node);
   pg.set_state(rpc::PlacementGroupInfo::CREATED);
   pg.clear_pending_reason();
   attempts_.erase(it);
   Changed(pg);
+  AnswerCreate(pg_id);
 }
 
 void PlacementGroupManager::ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement) {
@@ -223,6 +249,7 @@ void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacemen
   ReturnBundles(id, placed);
   pg.set_state(rpc::PlacementGroupInfo::REMOVED);
   Changed(pg);
+  AnswerCreate(id);
   if (access_.on_removed) access_.on_removed(id);
   send(grpc::Status::OK);
 }

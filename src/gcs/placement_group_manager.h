@@ -5,7 +5,10 @@
 // runs on the raylets — PrepareBundle on every chosen node, and CommitBundle on all of
 // them only if every prepare succeeded; otherwise the prepared bundles are returned and
 // the group waits (PENDING, with the reason) and is tried again shortly, without
-// blocking anything else. Remove returns every bundle (its raylet kills what runs in
+// blocking anything else. When one node holds every bundle there is nothing to agree
+// on: its PrepareBundle commits at once. The Create reply waits for the first attempt
+// (at most a second) and says whether the group is already placed, so a creator whose
+// group fits at once needs no Wait round trip. Remove returns every bundle (its raylet kills what runs in
 // it) and tells `on_removed` (the actor manager ends the group's actors). A node that
 // dies takes its bundles with it: the group is RESCHEDULING until those are placed
 // again under the same strategy.
@@ -63,12 +66,21 @@ class PlacementGroupManager {
     std::map<int, std::string> placement;  // bundle index -> node
     int replies_left = 0;
     bool all_ok = true;
+    bool one_phase = false;  // every bundle on one node: prepared means committed
+  };
+  struct PendingCreate {
+    rpc::CreatePlacementGroupReply* reply;
+    SendReply send;
   };
 
   void Schedule(const std::string& pg_id);
   void RetryLater(const std::string& pg_id, uint64_t attempt);
   void OnPrepared(const std::string& pg_id, uint64_t attempt, bool ok);
   void OnCommitted(const std::string& pg_id, uint64_t attempt, bool ok);
+  // Every bundle is reserved: the group is CREATED.
+  void Placed(const std::string& pg_id);
+  // Sends the Create reply held for `pg_id`, if any, saying whether the group is placed.
+  void AnswerCreate(const std::string& pg_id);
   void ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement);
   void Changed(rpc::PlacementGroupInfo& pg);
   static bool Satisfies(const rpc::PlacementGroupInfo& pg, int64_t after_version, bool until_ready);
@@ -80,6 +92,9 @@ class PlacementGroupManager {
   ClientPool<rpc::RayletService> raylets_;
   std::map<std::string, rpc::PlacementGroupInfo> groups_;
   std::unordered_map<std::string, Attempt> attempts_;  // the reservation in progress per group
+  // Create replies held until the group's first attempt has finished: a group placed at
+  // once is known CREATED by its creator without a Wait round trip.
+  std::unordered_map<std::string, PendingCreate> pending_creates_;
   LongPoll<rpc::PlacementGroupInfo, rpc::GetPlacementGroupReply> waiters_;
   uint64_t next_attempt_ = 1;
 };

@@ -465,8 +465,9 @@ void Raylet::HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::Prep
   if (auto s = ResourceSet::Validate({req.resources().begin(), req.resources().end()}); !s.ok()) {
     return send(Invalid(std::string(s.message())));
   }
-  reply->set_prepared(
-      bundles_->Prepare(pg.Hex(), req.bundle_index(), ResourceSet::FromAnyMap(req.resources())));
+  bool prepared = bundles_->Prepare(pg.Hex(), req.bundle_index(), ResourceSet::FromAnyMap(req.resources()));
+  if (prepared && req.commit()) prepared = bundles_->Commit(pg.Hex(), req.bundle_index());
+  reply->set_prepared(prepared);
   send(grpc::Status::OK);
 }
 
