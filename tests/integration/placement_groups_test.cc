@@ -136,6 +136,7 @@ TEST_CASE("an actor lives in its bundle; removing the group ends it", "[pg][acto
   auto actor = orb::Actor(Pinned::Create).SetResource("CPU", 1).SetPlacementGroup(pg, 1).Remote();
   CHECK(*actor.Task(&Pinned::Node).Remote().Get(30000) == nodes[1]);
   orb::RemovePlacementGroup(pg.GetID());
+  CHECK_FALSE(pg.Wait(1));  // a removed group is not ready, though it was when created
   // The actor's process is killed as the bundles are returned, just after Remove returns.
   CHECK(orb::testing::WaitFor(
       [&] {
