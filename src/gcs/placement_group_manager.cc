@@ -162,21 +162,29 @@ void PlacementGroupManager::RetryLater(const std::string& pg_id, uint64_t attemp
   });
 }
 
-void PlacementGroupManager::OnPrepared(const std::string& pg_id, uint64_t attempt_id, bool ok) {
+PlacementGroupManager::Attempt* PlacementGroupManager::CountReply(const std::string& pg_id, uint64_t attempt_id,
+                                                                  bool ok) {
   auto it = attempts_.find(pg_id);
-  if (it == attempts_.end() || it->second.id != attempt_id) return;  // removed meanwhile: already returned
+  if (it == attempts_.end() || it->second.id != attempt_id) return nullptr;  // removed meanwhile: already returned
   Attempt& attempt = it->second;
   attempt.all_ok = attempt.all_ok && ok;
-  if (--attempt.replies_left > 0) return;
+  if (--attempt.replies_left > 0) return nullptr;
   if (!attempt.all_ok) {
-    // Phase one failed somewhere (a view was stale): undo it everywhere, try again.
+    // The phase failed somewhere (a view was stale): undo it everywhere, try again.
     ReturnBundles(pg_id, attempt.placement);
     AnswerCreate(pg_id);
-    return RetryLater(pg_id, attempt_id);
+    RetryLater(pg_id, attempt_id);
+    return nullptr;
   }
-  if (attempt.one_phase) return Placed(pg_id);
-  attempt.replies_left = static_cast<int>(attempt.placement.size());
-  for (const auto& [index, node] : attempt.placement) {
+  return &attempt;
+}
+
+void PlacementGroupManager::OnPrepared(const std::string& pg_id, uint64_t attempt_id, bool ok) {
+  Attempt* attempt = CountReply(pg_id, attempt_id, ok);
+  if (!attempt) return;
+  if (attempt->one_phase) return Placed(pg_id);
+  attempt->replies_left = static_cast<int>(attempt->placement.size());
+  for (const auto& [index, node] : attempt->placement) {
     rpc::CommitBundleRequest request;
     request.set_placement_group_id(pg_id);
     request.set_bundle_index(index);
@@ -190,17 +198,7 @@ void PlacementGroupManager::OnPrepared(const std::string& pg_id, uint64_t attemp
 }
 
 void PlacementGroupManager::OnCommitted(const std::string& pg_id, uint64_t attempt_id, bool ok) {
-  auto it = attempts_.find(pg_id);
-  if (it == attempts_.end() || it->second.id != attempt_id) return;
-  Attempt& attempt = it->second;
-  attempt.all_ok = attempt.all_ok && ok;
-  if (--attempt.replies_left > 0) return;
-  if (!attempt.all_ok) {
-    ReturnBundles(pg_id, attempt.placement);
-    AnswerCreate(pg_id);
-    return RetryLater(pg_id, attempt_id);
-  }
-  Placed(pg_id);
+  if (CountReply(pg_id, attempt_id, ok)) Placed(pg_id);
 }
 
 void PlacementGroupManager::Placed(const std::string& pg_id) {

@@ -75,6 +75,10 @@ class PlacementGroupManager {
 
   void Schedule(const std::string& pg_id);
   void RetryLater(const std::string& pg_id, uint64_t attempt);
+  // Counts one raylet's answer in the current phase of `attempt`: the attempt once every
+  // answer is in and all succeeded; when one failed, undoes the attempt everywhere and
+  // tries again later; null then, and while answers are still out.
+  Attempt* CountReply(const std::string& pg_id, uint64_t attempt, bool ok);
   void OnPrepared(const std::string& pg_id, uint64_t attempt, bool ok);
   void OnCommitted(const std::string& pg_id, uint64_t attempt, bool ok);
   // Every bundle is reserved: the group is CREATED.
