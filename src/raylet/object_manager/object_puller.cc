@@ -13,7 +13,9 @@ ObjectPuller::ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* 
       arena_(arena),
       loop_(loop),
       options_(std::move(options)),
-      stream_(options_.token, options_.chunks_in_flight) {}
+      // Twice a transfer's chunks in flight: a holder that hangs (until the socket timeout)
+      // holds at most half the threads, and pulls from other nodes go on.
+      stream_(options_.token, 2 * options_.chunks_in_flight) {}
 
 void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader,
                         Done done) {

@@ -24,7 +24,7 @@ namespace orb {
 
 struct ObjectPullerOptions {
   uint64_t chunk_bytes = 8ull << 20;
-  int chunks_in_flight = 4;  // also the number of fetch threads
+  int chunks_in_flight = 4;  // per transfer; fetch threads: twice that
   std::string token;
 };
 
