@@ -16,12 +16,9 @@ std::string Describe(const Call& c) {
 }
 }  // namespace
 
-void CheckSameCall(const std::string& group, int rank, const Call* calls, int size) {
-  for (int r = 0; r < size; ++r) {
-    if (calls[r] == calls[rank]) continue;
-    throw CollectiveError("collective group '" + group + "': rank " + std::to_string(rank) + " called " +
-                          Describe(calls[rank]) + " but rank " + std::to_string(r) + " called " + Describe(calls[r]));
-  }
+void ThrowCallMismatch(const std::string& group, int rank, const Call& mine, int other, const Call& theirs) {
+  throw CollectiveError("collective group '" + group + "': rank " + std::to_string(rank) + " called " +
+                        Describe(mine) + " but rank " + std::to_string(other) + " called " + Describe(theirs));
 }
 
 }  // namespace orb::collective

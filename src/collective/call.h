@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "orb/collective.h"
@@ -29,8 +30,20 @@ static_assert(sizeof(Call) == 4 * sizeof(int64_t), "Calls travel as four int64s"
 
 const char* KindName(int64_t kind);
 
-// REQUIRES: calls[0..size) are every member's Call, in rank order.
-// Throws CollectiveError naming the first member whose Call differs from calls[rank].
-void CheckSameCall(const std::string& group, int rank, const Call* calls, int size);
+// Throws CollectiveError: member `rank` called `mine`, member `other` called `theirs`.
+[[noreturn]] void ThrowCallMismatch(const std::string& group, int rank, const Call& mine, int other,
+                                    const Call& theirs);
+
+// Throws (ThrowCallMismatch) at the first member whose Call differs from member
+// `rank`'s. `call_at(r)` points at member r's Call as it travelled (any alignment).
+template <class CallAt>
+void CheckSameCall(const std::string& group, int rank, int size, CallAt call_at) {
+  Call mine, theirs;
+  std::memcpy(&mine, call_at(rank), sizeof(Call));
+  for (int r = 0; r < size; ++r) {
+    std::memcpy(&theirs, call_at(r), sizeof(Call));
+    if (!(theirs == mine)) ThrowCallMismatch(group, rank, mine, r, theirs);
+  }
+}
 
 }  // namespace orb::collective

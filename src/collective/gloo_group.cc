@@ -127,9 +127,7 @@ void GlooGroup::Agree(const Call& call, const void* inline_data, size_t bytes) {
   }
   if (!agreement_) agreement_ = std::make_unique<BlockExchange>(ring_, kBlockBytes);
   Guard(KindName(call.kind), [&] { agreed_ = agreement_->Run(agreement_in_.data()); });
-  std::vector<Call> calls(static_cast<size_t>(size_));
-  for (int r = 0; r < size_; ++r) std::memcpy(&calls[static_cast<size_t>(r)], AgreedBlock(r), sizeof(Call));
-  CheckSameCall(name_, rank_, calls.data(), size_);
+  CheckSameCall(name_, rank_, size_, [this](int r) { return AgreedBlock(r); });
 }
 
 const char* GlooGroup::AgreedBlock(int rank) const {

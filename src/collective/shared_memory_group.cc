@@ -280,14 +280,7 @@ void SharedMemoryGroup::Round(const Call& call, const void* data, size_t bytes) 
   if (bytes > 0) std::memcpy(slot + kLine, data, bytes);
   Step(call);
   last_write_step_ = step_;
-  for (int r = 0; r < size_; ++r) {
-    Call theirs;
-    std::memcpy(&theirs, SlotOf(base_, r, round_), sizeof(theirs));
-    if (theirs == call) continue;
-    std::vector<Call> calls(static_cast<size_t>(size_));
-    for (int i = 0; i < size_; ++i) std::memcpy(&calls[static_cast<size_t>(i)], SlotOf(base_, i, round_), sizeof(Call));
-    CheckSameCall(name_, rank_, calls.data(), size_);
-  }
+  CheckSameCall(name_, rank_, size_, [this](int r) { return SlotOf(base_, r, round_); });
 }
 
 void SharedMemoryGroup::Step(const Call& call) {
