@@ -14,6 +14,7 @@
 // thread-safe once Init has returned.
 #pragma once
 
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,16 +50,31 @@ std::shared_ptr<T> Get(const ObjectRef<T>& ref, int64_t timeout_ms = -1) {
   return ref.Get(timeout_ms);
 }
 
+// Waits for a task that returns void; throws what it threw.
+inline void Get(const ObjectRef<void>& ref, int64_t timeout_ms = -1) { ref.Get(timeout_ms); }
+
+namespace internal {
 template <class T>
-std::vector<std::shared_ptr<T>> Get(const std::vector<ObjectRef<T>>& refs, int64_t timeout_ms = -1) {
-  std::vector<internal::RefData> data;
+std::vector<RefData> DataOf(const std::vector<ObjectRef<T>>& refs) {
+  std::vector<RefData> data;
   data.reserve(refs.size());
   for (const auto& r : refs) data.push_back(r.data());
-  auto buffers = internal::Get(data, timeout_ms);
+  return data;
+}
+}  // namespace internal
+
+template <class T>
+std::vector<std::shared_ptr<T>> Get(const std::vector<ObjectRef<T>>& refs, int64_t timeout_ms = -1) {
+  auto buffers = internal::Get(internal::DataOf(refs), timeout_ms);
   std::vector<std::shared_ptr<T>> values;
   values.reserve(buffers.size());
   for (const auto& b : buffers) values.push_back(std::make_shared<T>(internal::Deserialize<T>(b->data(), b->size(), "object")));
   return values;
+}
+
+// Waits for every task of `refs` (which return void); throws the first failure.
+inline void Get(const std::vector<ObjectRef<void>>& refs, int64_t timeout_ms = -1) {
+  internal::Get(internal::DataOf(refs), timeout_ms);
 }
 
 // Stores a value in the cluster and returns a reference this process owns.
@@ -75,10 +91,7 @@ ObjectRef<T> Put(const T& value) {
 // Waits until `num_objects` of `refs` are ready or `timeout_ms` passes (< 0: no limit).
 template <class T>
 WaitResult<T> Wait(const std::vector<ObjectRef<T>>& refs, int num_objects, int64_t timeout_ms = -1) {
-  std::vector<internal::RefData> data;
-  data.reserve(refs.size());
-  for (const auto& r : refs) data.push_back(r.data());
-  std::vector<bool> ready = internal::Wait(data, num_objects, timeout_ms);
+  std::vector<bool> ready = internal::Wait(internal::DataOf(refs), num_objects, timeout_ms);
   WaitResult<T> result;
   for (size_t i = 0; i < refs.size(); ++i) (ready[i] ? result.ready : result.unready).push_back(refs[i]);
   return result;

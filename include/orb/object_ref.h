@@ -20,17 +20,18 @@ namespace internal {
 struct AdoptRef {};
 }  // namespace internal
 
-template <class T>
-class ObjectRef {
- public:
-  using ValueType = T;
+namespace internal {
 
-  ObjectRef() = default;
-  explicit ObjectRef(internal::RefData data) : data_(std::move(data)) { Acquire(); }
-  ObjectRef(internal::RefData data, internal::AdoptRef) : data_(std::move(data)) {}
-  ObjectRef(const ObjectRef& other) : data_(other.data_) { Acquire(); }
-  ObjectRef(ObjectRef&& other) noexcept : data_(std::move(other.data_)) { other.data_.id.clear(); }
-  ObjectRef& operator=(const ObjectRef& other) {
+// What every ObjectRef<T> shares: the reference itself, counted in the owner while
+// this copy lives.
+class ObjectRefBase {
+ public:
+  ObjectRefBase() = default;
+  explicit ObjectRefBase(RefData data) : data_(std::move(data)) { Acquire(); }
+  ObjectRefBase(RefData data, AdoptRef) : data_(std::move(data)) {}
+  ObjectRefBase(const ObjectRefBase& other) : data_(other.data_) { Acquire(); }
+  ObjectRefBase(ObjectRefBase&& other) noexcept : data_(std::move(other.data_)) { other.data_.id.clear(); }
+  ObjectRefBase& operator=(const ObjectRefBase& other) {
     if (this != &other) {
       Release();
       data_ = other.data_;
@@ -38,7 +39,7 @@ class ObjectRef {
     }
     return *this;
   }
-  ObjectRef& operator=(ObjectRef&& other) noexcept {
+  ObjectRefBase& operator=(ObjectRefBase&& other) noexcept {
     if (this != &other) {
       Release();
       data_ = std::move(other.data_);
@@ -46,7 +47,7 @@ class ObjectRef {
     }
     return *this;
   }
-  ~ObjectRef() { Release(); }
+  ~ObjectRefBase() { Release(); }
 
   // The object's ID as a hex string.
   std::string ID() const {
@@ -59,23 +60,45 @@ class ObjectRef {
     return hex;
   }
   bool IsNil() const { return data_.id.empty(); }
+  bool operator==(const ObjectRefBase& other) const { return data_.id == other.data_.id; }
+  bool operator!=(const ObjectRefBase& other) const { return !(*this == other); }
 
-  // Same as orb::Get(*this, timeout_ms): blocks; throws on failure.
-  std::shared_ptr<T> Get(int64_t timeout_ms = -1) const {
-    auto buffers = internal::Get({data_}, timeout_ms);
-    return std::make_shared<T>(internal::Deserialize<T>(buffers[0]->data(), buffers[0]->size(), "object"));
-  }
-
-  const internal::RefData& data() const { return data_; }
+  const RefData& data() const { return data_; }
 
  private:
   void Acquire() {
-    if (!data_.id.empty()) internal::AddLocalReference(data_.id);
+    if (!data_.id.empty()) AddLocalReference(data_.id);
   }
   void Release() {
-    if (!data_.id.empty()) internal::RemoveLocalReference(data_.id);
+    if (!data_.id.empty()) RemoveLocalReference(data_.id);
   }
-  internal::RefData data_;
+  RefData data_;
+};
+
+}  // namespace internal
+
+template <class T>
+class ObjectRef : public internal::ObjectRefBase {
+ public:
+  using ValueType = T;
+  using ObjectRefBase::ObjectRefBase;
+
+  // Same as orb::Get(*this, timeout_ms): blocks; throws on failure.
+  std::shared_ptr<T> Get(int64_t timeout_ms = -1) const {
+    auto buffers = internal::Get({data()}, timeout_ms);
+    return std::make_shared<T>(internal::Deserialize<T>(buffers[0]->data(), buffers[0]->size(), "object"));
+  }
+};
+
+// The result of a task or method that returns void: Get() waits for it to finish and
+// throws what it threw.
+template <>
+class ObjectRef<void> : public internal::ObjectRefBase {
+ public:
+  using ValueType = void;
+  using ObjectRefBase::ObjectRefBase;
+
+  void Get(int64_t timeout_ms = -1) const { internal::Get({data()}, timeout_ms); }
 };
 
 template <class T>

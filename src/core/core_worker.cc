@@ -109,9 +109,11 @@ absl::Status CoreWorker::Start() {
 
   // Serve before registering, so the raylet can hand out our address at once.
   TaskReceiver::Hooks hooks;
-  hooks.resolve_arg = [this](const rpc::ObjectRefProto& ref) {
+  hooks.resolve_arg = [this](const rpc::ObjectRefProto& ref, const rpc::ObjectValue* known) {
+    auto forever = std::chrono::steady_clock::time_point::max();
+    if (known) return Materialize(ObjectID::FromBinary(ref.object_id()), std::make_shared<rpc::ObjectValue>(*known), forever);
     internal::RefData data{ref.object_id(), ref.owner().ip() + ":" + std::to_string(ref.owner().port())};
-    return GetOne(data, std::chrono::steady_clock::time_point::max());
+    return GetOne(data, forever);
   };
   hooks.store_result = [this](const rpc::TaskSpec& spec, std::string bytes) {
     return StoreValue(ObjectID::FromBinary(spec.return_id()), std::move(bytes), spec.caller());

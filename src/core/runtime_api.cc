@@ -1,6 +1,7 @@
 // The functions behind <orb/api.h>: one CoreWorker per process, created by Init.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -30,15 +31,21 @@ std::string Env(const char* name) {
   return v ? v : "";
 }
 
-// Applies --orb-* flags to `config`. Unknown --orb-* flags are an error: a typo must
-// not silently start an embedded cluster instead of joining the intended one.
+// Applies --orb-* flags (also spelt --orb_*, as Ray's --ray_* flags are) to `config`.
+// Other arguments belong to the program and are left alone, null entries too (gtest
+// removes its flags from argv and leaves the tail null). Unknown --orb-* flags are an
+// error: a typo must not silently start an embedded cluster instead of joining the
+// intended one.
 void ApplyFlags(Config* config, int argc, char** argv) {
   for (int i = 1; i < argc && argv; ++i) {
+    if (!argv[i]) continue;
     std::string arg = argv[i];
-    if (arg.rfind("--orb-", 0) != 0 || arg == "--orb-worker-mode") continue;
+    if (arg.rfind("--orb-", 0) != 0 && arg.rfind("--orb_", 0) != 0) continue;
     auto eq = arg.find('=');
     std::string name = arg.substr(0, eq);
+    std::replace(name.begin(), name.end(), '_', '-');
     std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name == "--orb-worker-mode") continue;
     if (name == "--orb-address") {
       config->address = value;
     } else if (name == "--orb-token") {
@@ -87,7 +94,11 @@ void ApplyFlags(Config* config, int argc, char** argv) {
 
 void Init(const Config& base, int argc, char** argv) {
   if (Env("ORB_WORKER_MODE") == "1") RunWorker();
-  if (g_worker) throw Error("orb is already initialized");
+  if (g_worker) {
+    // As in Ray: a second Init is a no-op (the first one's cluster and options stay).
+    spdlog::warn("orb::Init called again while initialized: ignored");
+    return;
+  }
   Config config = base;
   ApplyFlags(&config, argc, argv);
   if (config.address.empty()) config.address = Env("ORB_ADDRESS");

@@ -1,6 +1,9 @@
 #include "core/task_receiver.h"
 
+#include <cxxabi.h>
+
 #include <cstdlib>
+#include <typeinfo>
 
 #include "orb/internal/function_registry.h"
 
@@ -16,6 +19,15 @@ class InlineArg : public internal::ValueBuffer {
  private:
   const std::string* bytes_;  // owned by the request, which outlives the call
 };
+
+// "std::logic_error" for a std::logic_error: what a user reads in a task's error.
+std::string TypeName(const std::exception& e) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : typeid(e).name();
+  std::free(demangled);
+  return name;
+}
 
 }  // namespace
 
@@ -43,7 +55,9 @@ void TaskReceiver::Run() {
       RunOnPool(std::move(batch));
       continue;
     }
-    for (const auto& spec : batch.request->tasks()) *batch.reply->add_results() = Execute(spec);
+    BatchResults results(*batch.request);
+    for (int i = 0; i < batch.request->tasks_size(); ++i) results.Set(i, Execute(batch.request->tasks(i), &results));
+    results.MoveInto(batch.reply);
     batch.send(grpc::Status::OK);
     if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
   }
@@ -65,13 +79,16 @@ void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
 
 void TaskReceiver::RunOnPool(Batch batch) {
   int n = batch.request->tasks_size();
-  for (int i = 0; i < n; ++i) batch.reply->add_results();
   auto remaining = std::make_shared<std::atomic<int>>(n);
   auto shared = std::make_shared<Batch>(std::move(batch));
+  auto results = std::make_shared<BatchResults>(*shared->request);
+  // Posted in order, so a call that waits for an earlier one's result never waits for
+  // a call that has not been taken by a thread.
   for (int i = 0; i < n; ++i) {
-    actor_pool_->Post([this, shared, remaining, i] {
-      *shared->reply->mutable_results(i) = Execute(shared->request->tasks(i));
+    actor_pool_->Post([this, shared, results, remaining, i] {
+      results->Set(i, Execute(shared->request->tasks(i), results.get()));
       if (remaining->fetch_sub(1) != 1) return;
+      results->MoveInto(shared->reply);
       shared->send(grpc::Status::OK);
       if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
     });
@@ -84,7 +101,37 @@ void TaskReceiver::Stop() {
   cv_.notify_all();
 }
 
-rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec) {
+TaskReceiver::BatchResults::BatchResults(const rpc::PushTasksRequest& request)
+    : results_(request.tasks_size()), done_(request.tasks_size(), false) {
+  for (int i = 0; i < request.tasks_size(); ++i) slot_by_return_id_[request.tasks(i).return_id()] = i;
+}
+
+int TaskReceiver::BatchResults::SlotOf(const std::string& object_id) const {
+  auto it = slot_by_return_id_.find(object_id);
+  return it == slot_by_return_id_.end() ? -1 : it->second;
+}
+
+void TaskReceiver::BatchResults::Set(int slot, rpc::TaskResult result) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    results_[slot] = std::move(result);
+    done_[slot] = true;
+  }
+  cv_.notify_all();
+}
+
+const rpc::ObjectValue& TaskReceiver::BatchResults::Await(int slot) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_[slot]; });
+  return results_[slot].value();  // never changes once set
+}
+
+void TaskReceiver::BatchResults::MoveInto(rpc::PushTasksReply* reply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& result : results_) *reply->add_results() = std::move(result);
+}
+
+rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* batch) {
   rpc::TaskResult result;
   result.set_task_id(spec.task_id());
   result.set_return_id(spec.return_id());
@@ -101,11 +148,13 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec) {
     what = "actor factory";
     if (const internal::ActorFactory* factory = registry.FindFactory(spec.function_name())) {
       call = [this, factory, &spec](const Args& args) {
-        actor_ = (*factory)(args);
+        // The constructor already runs as the actor: GetActorId() and
+        // WasCurrentActorRestarted() answer there (a restarted actor restores its state).
         actor_id_ = spec.actor_creation().actor_id();
+        hooks_.on_actor_created(actor_id_, spec.actor_creation().restarted());
+        actor_ = (*factory)(args);
         int threads = spec.actor_creation().max_concurrency();
         if (threads > 1 && !actor_pool_) actor_pool_ = std::make_unique<ThreadPool>(threads);
-        hooks_.on_actor_created(actor_id_, spec.actor_creation().restarted());
         return internal::Serialize(msgpack::type::nil_t());
       };
     }
@@ -132,7 +181,10 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec) {
     args.reserve(spec.args_size());
     for (const auto& arg : spec.args()) {
       if (arg.has_ref()) {
-        args.push_back(hooks_.resolve_arg(arg.ref()));
+        // Made by an earlier task of this batch: only this process has it yet. (A
+        // later task of the batch can never be an argument: it is not submitted yet.)
+        int slot = batch->SlotOf(arg.ref().object_id());
+        args.push_back(hooks_.resolve_arg(arg.ref(), slot >= 0 ? &batch->Await(slot) : nullptr));
       } else {
         args.push_back(std::make_shared<InlineArg>(&arg.value()));
       }
@@ -145,9 +197,13 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec) {
   } catch (const internal::ArgumentError& e) {
     hooks_.set_current_task("");
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());
-  } catch (const std::exception& e) {
+  } catch (const orb::Error& e) {
+    // An orb failure inside the task (a Get of a failed object...): its own message.
     hooks_.set_current_task("");
     return fail(rpc::TASK_ERROR, spec.function_name() + ": " + e.what());
+  } catch (const std::exception& e) {
+    hooks_.set_current_task("");
+    return fail(rpc::TASK_ERROR, spec.function_name() + ": " + TypeName(e) + ": " + e.what());
   } catch (...) {
     hooks_.set_current_task("");
     return fail(rpc::TASK_ERROR, spec.function_name() + ": threw a non-standard exception");

@@ -5,6 +5,11 @@
 // result in the node's object store, and answers with every result. A task that throws
 // answers a TASK_ERROR naming the function and the message; the worker keeps serving.
 //
+// A call whose argument is the result of an earlier call in the same batch (an actor's
+// `a.Task(&C::Add).Remote(r1)` right after the call that makes r1) takes that result
+// here, from this process, without asking the owner: the owner learns r1 only from
+// this batch's reply, so asking would wait forever.
+//
 // Actors: an actor creation task runs the registered factory and keeps the instance;
 // later tasks for that actor call registered methods on it. With max_concurrency > 1
 // they run on a pool of that many threads instead of the main thread. orb::ExitActor()
@@ -21,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/rpc.h"
@@ -35,7 +41,9 @@ class TaskReceiver {
   // How the receiver reaches the rest of the core worker.
   struct Hooks {
     // Resolves a by-reference argument to its bytes; throws orb::Error on failure.
-    std::function<std::shared_ptr<internal::ValueBuffer>(const rpc::ObjectRefProto&)> resolve_arg;
+    // `known`: its value when this process made it (see above), else null.
+    std::function<std::shared_ptr<internal::ValueBuffer>(const rpc::ObjectRefProto&, const rpc::ObjectValue* known)>
+        resolve_arg;
     // Stores a result: inline when small, else in the object store on the caller's behalf.
     std::function<rpc::ObjectValue(const rpc::TaskSpec&, std::string)> store_result;
     // Marks which task the current thread runs (empty when done).
@@ -54,12 +62,32 @@ class TaskReceiver {
   void Stop();
 
  private:
+  // The results of one batch as its tasks finish, for later tasks of the batch that take
+  // them as arguments. Thread-safe (a concurrent actor's calls run on a pool).
+  class BatchResults {
+   public:
+    explicit BatchResults(const rpc::PushTasksRequest& request);
+    // The slot of the task in this batch that returns `object_id`, or -1.
+    int SlotOf(const std::string& object_id) const;
+    void Set(int slot, rpc::TaskResult result);
+    // Waits until slot `slot` is set.
+    const rpc::ObjectValue& Await(int slot);
+    // Moves every result into `reply`, in task order. REQUIRES: all are set.
+    void MoveInto(rpc::PushTasksReply* reply);
+
+   private:
+    std::unordered_map<std::string, int> slot_by_return_id_;  // constant after construction
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<rpc::TaskResult> results_;  // guarded by mu_
+    std::vector<bool> done_;                // guarded by mu_
+  };
   struct Batch {
     const rpc::PushTasksRequest* request;
     rpc::PushTasksReply* reply;
     SendReply send;
   };
-  rpc::TaskResult Execute(const rpc::TaskSpec& spec);
+  rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch);
   // Runs a batch of actor calls on the pool; answers when all are done.
   void RunOnPool(Batch batch);
   // CUDA_VISIBLE_DEVICES = the GPUs of the batch's lease (unset when it holds none).

@@ -200,7 +200,9 @@ void ActorManager::OnCreationReply(const std::string& actor_id, uint64_t attempt
   if (reply.results_size() == 1 && reply.results(0).value().has_error()) {
     const rpc::ErrorInfo& error = reply.results(0).value().error();
     bool retryable = error.type() == rpc::TASK_ERROR;  // a missing factory stays missing
-    return OnFailure(*actor, "the constructor failed: " + error.message(), error.type(), retryable);
+    // As in Ray, an actor whose constructor failed is a dead actor (ActorDiedError), and
+    // the reason carries the constructor's error.
+    return OnFailure(*actor, "the constructor failed: " + error.message(), rpc::ACTOR_DIED, retryable);
   }
   actor->set_state(rpc::ActorInfo::ALIVE);
   by_worker_[actor->address().worker_id()] = actor_id;

@@ -21,7 +21,7 @@ int64_t NowMs() {
 
 class Counter {
  public:
-  explicit Counter(int start) : n_(start) {}
+  explicit Counter(int start) : n_(start), restarted_at_construction_(orb::GetRuntimeContext().WasCurrentActorRestarted()) {}
   static Counter* Create(int start) { return new Counter(start); }
   static Counter* CreateChecked(int start) {
     if (start < 0) throw std::runtime_error("start must not be negative, got " + std::to_string(start));
@@ -31,6 +31,9 @@ class Counter {
   int Get() const { return n_; }
   int Pid() const { return static_cast<int>(::getpid()); }
   bool Restarted() const { return orb::GetRuntimeContext().WasCurrentActorRestarted(); }
+  // What WasCurrentActorRestarted() said inside the constructor (where programs restore
+  // their state from a checkpoint).
+  bool RestartedAtConstruction() const { return restarted_at_construction_; }
   std::string ActorId() const { return orb::GetRuntimeContext().GetActorId(); }
   int Crash() { std::_Exit(3); }
   // Kills the process the first time (a marker file remembers), returns x after.
@@ -47,12 +50,15 @@ class Counter {
     return {start, NowMs()};
   }
   int Leave() { orb::ExitActor(); }
+  int Fail() { throw std::logic_error("no value today"); }
   int NotRegistered() { return 0; }
 
  private:
   int n_;
+  bool restarted_at_construction_;
 };
 ORB_REMOTE(Counter::Create, Counter::CreateChecked, &Counter::Add, &Counter::Get, &Counter::Pid, &Counter::Restarted,
+           &Counter::RestartedAtConstruction, &Counter::Fail,
            &Counter::ActorId, &Counter::Crash, &Counter::CrashOnce, &Counter::Stamp, &Counter::Leave);
 
 // A task that calls an actor through a handle it received as an argument.
@@ -118,12 +124,14 @@ TEST_CASE("a crash with restarts left continues in a new process with the constr
   auto counter = orb::Actor(Counter::Create).SetMaxRestarts(1).Remote(10);
   int first_pid = *counter.Task(&Counter::Pid).Remote().Get();
   CHECK_FALSE(*counter.Task(&Counter::Restarted).Remote().Get());
+  CHECK_FALSE(*counter.Task(&Counter::RestartedAtConstruction).Remote().Get());
   CHECK(*counter.Task(&Counter::Add).Remote(5).Get() == 15);
   // The call that crashed is not retried (no task retries): it fails...
   CHECK_THROWS_AS(counter.Task(&Counter::Crash).Remote().Get(30000), orb::ActorDiedError);
   // ...and the next call reaches the restarted actor, whose constructor ran again.
   CHECK(*counter.Task(&Counter::Add).Remote(1).Get(30000) == 11);
   CHECK(*counter.Task(&Counter::Restarted).Remote().Get());
+  CHECK(*counter.Task(&Counter::RestartedAtConstruction).Remote().Get());  // the failover path runs
   CHECK(*counter.Task(&Counter::Pid).Remote().Get() != first_pid);
   // No restarts left: the next crash is final.
   CHECK_THROWS_AS(counter.Task(&Counter::Crash).Remote().Get(30000), orb::ActorDiedError);
@@ -189,7 +197,7 @@ TEST_CASE("ExitActor ends the actor after the call", "[actors]") {
 TEST_CASE("bad input: a throwing constructor, an unregistered method, a handle to no actor", "[actors][errors]") {
   orb::testing::EnsureCluster();
   auto broken = orb::Actor(Counter::CreateChecked).Remote(-1);
-  CHECK_THROWS_AS(broken.Task(&Counter::Get).Remote().Get(30000), orb::TaskError);
+  CHECK_THROWS_AS(broken.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);  // as in Ray
   CHECK_THROWS_WITH(broken.Task(&Counter::Get).Remote().Get(30000), Catch::Contains("start must not be negative"));
   auto counter = orb::Actor(Counter::Create).Remote(0);
   CHECK_THROWS_WITH(counter.Task(&Counter::NotRegistered), Catch::Contains("not registered"));
@@ -197,4 +205,26 @@ TEST_CASE("bad input: a throwing constructor, an unregistered method, a handle t
   CHECK_THROWS_AS(stranger.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
   CHECK_THROWS_AS(orb::Actor(Counter::Create).SetMaxConcurrency(0).Remote(0), orb::Error);
   CHECK_THROWS_AS(orb::Actor(Counter::Create).SetResource("CPU", -1).Remote(0), orb::Error);
+}
+
+TEST_CASE("a call whose argument is an earlier call's result on the same actor completes", "[actors][regression]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).Remote(0);
+  // Queued together: the later calls wait for results that only this batch makes.
+  auto r1 = counter.Task(&Counter::Add).Remote(1);
+  auto r2 = counter.Task(&Counter::Add).Remote(r1);
+  auto r3 = counter.Task(&Counter::Add).Remote(r2);
+  CHECK(*r3.Get(30000) == 4);  // 1, then 1 + 1, then 2 + 2
+  CHECK(*r1.Get() == 1);
+  CHECK(*r2.Get() == 2);
+  // The same on an actor that runs calls on a pool.
+  auto pooled = orb::Actor(Counter::Create).SetMaxConcurrency(3).Remote(10);
+  auto p1 = pooled.Task(&Counter::Get).Remote();
+  auto p2 = pooled.Task(&Counter::Add).Remote(p1);
+  CHECK(*p2.Get(30000) == 20);
+  // A failed call's error reaches the call that takes its result.
+  auto failed = counter.Task(&Counter::Fail).Remote();
+  auto after = counter.Task(&Counter::Add).Remote(failed);
+  CHECK_THROWS_WITH(after.Get(30000), Catch::Contains("no value today"));
+  CHECK_THROWS_WITH(failed.Get(), Catch::Contains("std::logic_error: no value today"));
 }

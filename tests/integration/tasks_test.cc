@@ -55,6 +55,20 @@ std::string WhereAmI(int) {
 }
 ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI);
 
+// Overloads with more parameters beside the one a program names (Ray's RAY_FUNC picks by
+// parameter types).
+int Overloaded() { return 0; }
+int Overloaded(int x) { return x; }
+int Overloaded(int x, int y) { return x * y; }
+ORB_REMOTE(ORB_FUNC(Overloaded), ORB_FUNC(Overloaded, int), ORB_FUNC(Overloaded, int, int));
+
+// A task that returns nothing: it leaves a file behind, or throws.
+void Touch(std::string path) {
+  if (path.empty()) throw std::invalid_argument("no path given");
+  std::ofstream(path) << "touched";
+}
+ORB_REMOTE(Touch);
+
 orb::Config TestConfig() {
   orb::Config config;
   config.num_cpus = 2;
@@ -142,7 +156,7 @@ TEST_CASE("a task that throws gives TaskError with the function and message; dep
     orb::Get(bad);
     FAIL("expected TaskError");
   } catch (const orb::TaskError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("Throws") && Catch::Contains("bad input 5"));
+    CHECK_THAT(e.what(), Catch::Contains("Throws") && Catch::Contains("std::runtime_error: bad input 5"));
   }
   auto dependent = orb::Task(Plus).Remote(bad, 1);
   CHECK_THROWS_AS(orb::Get(dependent), orb::TaskError);
@@ -243,4 +257,41 @@ TEST_CASE("a task that asks for GPUs sees its own in CUDA_VISIBLE_DEVICES; other
   CHECK(seen == std::set<std::string>{"0", "1"});  // both at once: one GPU each
   CHECK(*orb::Task(VisibleGpus).SetResources({{"CPU", 0.5}, {"GPU", 2}}).Remote(0).Get(30000) == "0,1");
   CHECK(*orb::Task(VisibleGpus).Remote(0).Get(30000) == "<unset>");
+}
+
+TEST_CASE("ORB_FUNC picks an overload by its parameter types", "[api][regression]") {
+  orb::testing::EnsureCluster(TestConfig());
+  CHECK(*orb::Task(ORB_FUNC(Overloaded)).Remote().Get() == 0);
+  CHECK(*orb::Task(ORB_FUNC(Overloaded, int)).Remote(7).Get() == 7);
+  CHECK(*orb::Task(ORB_FUNC(Overloaded, int, int)).Remote(6, 7).Get() == 42);
+}
+
+TEST_CASE("a task returning void: Get waits for it and throws what it threw", "[api][regression]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string path = (std::filesystem::temp_directory_path() / ("orb-touch-" + std::to_string(::getpid()))).string();
+  orb::ObjectRef<void> done = orb::Task(Touch).Remote(path);
+  done.Get();
+  CHECK(std::filesystem::exists(path));
+  std::filesystem::remove(path);
+  orb::Get(orb::Task(Touch).Remote(path));
+  CHECK(std::filesystem::exists(path));
+  std::filesystem::remove(path);
+  std::vector<orb::ObjectRef<void>> many{orb::Task(Touch).Remote(path), orb::Task(Touch).Remote(path)};
+  orb::Get(many);
+  CHECK(orb::Wait(many, 2, 1000).ready.size() == 2);
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(orb::Task(Touch).Remote("").Get(), Catch::Contains("std::invalid_argument: no path given"));
+}
+
+TEST_CASE("Init while initialized is a no-op, and Init ignores the program's own arguments", "[api][regression]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string job = orb::GetRuntimeContext().GetJobId();
+  orb::Init();  // as in Ray: nothing happens
+  CHECK(orb::IsInitialized());
+  CHECK(orb::GetRuntimeContext().GetJobId() == job);
+  // gtest strips its flags from argv and leaves null entries behind the new argc.
+  char program[] = "app", gtest_flag[] = "--gtest_filter=*", mine[] = "--verbose";
+  char* argv[] = {program, gtest_flag, mine, nullptr, nullptr};
+  orb::Init(5, argv);
+  CHECK(*orb::Task(Plus).Remote(1, 1).Get() == 2);
 }

@@ -142,11 +142,24 @@ bool RegisterRemote(const char* names, Fs... fs) {
   return true;
 }
 
-// Selects one overload of a function by its argument types (see ORB_FUNC).
-template <class... Args, class R>
-constexpr auto SelectOverload(R (*f)(Args...)) -> R (*)(Args...) {
-  return f;
-}
+// Selects one overload of a function by its parameter types (see ORB_FUNC). The types
+// are fixed by the class template, so Of() deduces only the return (and class) type: an
+// overload with more parameters never matches, and ORB_FUNC(f) names f().
+template <class... Params>
+struct Overload {
+  template <class R>
+  static constexpr auto Of(R (*f)(Params...)) -> R (*)(Params...) {
+    return f;
+  }
+  template <class R, class C>
+  static constexpr auto Of(R (C::*f)(Params...)) -> R (C::*)(Params...) {
+    return f;
+  }
+  template <class R, class C>
+  static constexpr auto Of(R (C::*f)(Params...) const) -> R (C::*)(Params...) const {
+    return f;
+  }
+};
 
 }  // namespace orb::internal
 
@@ -160,5 +173,6 @@ constexpr auto SelectOverload(R (*f)(Args...)) -> R (*)(Args...) {
   static const bool ORB_CONCAT(orb_remote_registered_, __LINE__) [[maybe_unused]] = \
       ::orb::internal::RegisterRemote(#__VA_ARGS__, __VA_ARGS__)
 
-// Names one overload of an overloaded function: ORB_FUNC(Plus, int, int).
-#define ORB_FUNC(f, ...) ::orb::internal::SelectOverload<__VA_ARGS__>(f)
+// Names one overload of an overloaded function or method by its parameter types:
+// ORB_FUNC(Plus, int, int), ORB_FUNC(&Counter::Add, int), ORB_FUNC(Reset) for Reset().
+#define ORB_FUNC(f, ...) ::orb::internal::Overload<__VA_ARGS__>::Of(f)
