@@ -28,11 +28,6 @@
 
 namespace orb {
 
-enum class ActorLifetime {
-  NON_DETACHED,  // dies when the job that created it ends (the default)
-  DETACHED,      // lives until killed, beyond its creator
-};
-
 namespace internal {
 std::string HexOf(const std::string& binary);
 }  // namespace internal
@@ -132,6 +127,7 @@ class ActorCreator<T* (*)(Params...)> {
   }
   ActorCreator& SetLifetime(ActorLifetime lifetime) {
     options_.detached = lifetime == ActorLifetime::DETACHED;
+    options_.lifetime_set = true;
     return *this;
   }
   // Resources held for the actor's whole life (default: none).

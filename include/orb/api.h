@@ -106,6 +106,10 @@ struct NodeInfo {
   std::map<std::string, std::string> labels;
 };
 
+// The namespace of this job (Config::ray_namespace, or one of its own when none was
+// given), in the driver, its tasks and its actors alike.
+inline std::string GetNamespace() { return internal::CurrentNamespace(); }
+
 // Every node the GCS knows, alive or dead.
 inline std::vector<NodeInfo> Nodes() { return internal::ClusterNodes(); }
 

@@ -8,6 +8,12 @@
 
 namespace orb {
 
+// Whether an actor (or placement group) ends with the job that created it.
+enum class ActorLifetime {
+  NON_DETACHED,  // ends when the job that created it ends (the default)
+  DETACHED,      // lives until killed (removed), beyond its creator
+};
+
 struct Config {
   // --- Which cluster ---
   // GCS address "HOST:PORT" of a running cluster (`orb start --head` prints it). Empty:
@@ -17,8 +23,12 @@ struct Config {
   // Cluster token. Empty: $ORB_TOKEN, or the token file of the local session that
   // serves `address`.
   std::string token;
-  // Namespace for named things (actors, KV keys).
+  // Namespace for named things (actors, placement groups, KV keys).
   std::string ray_namespace;
+
+  // --- This job's defaults ---
+  // The lifetime of actors that do not set one (ActorCreator::SetLifetime).
+  ActorLifetime default_actor_lifetime = ActorLifetime::NON_DETACHED;
 
   // --- How workers run this job's code ---
   // Directories or shared libraries holding ORB_REMOTE functions. Empty: workers run

@@ -17,6 +17,20 @@ void FillRandom(uint8_t* out, size_t n) {
   }
 }
 
+}  // namespace id_internal
+
+std::string RandomUuid() {
+  uint8_t bytes[16];
+  id_internal::FillRandom(bytes, sizeof(bytes));
+  bytes[6] = (bytes[6] & 0x0F) | 0x40;  // version 4
+  bytes[8] = (bytes[8] & 0x3F) | 0x80;  // RFC 4122 variant
+  std::string hex = id_internal::ToHex(bytes, sizeof(bytes));
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20);
+}
+
+namespace id_internal {
+
 std::string ToHex(const uint8_t* data, size_t n) {
   static const char kDigits[] = "0123456789abcdef";
   std::string s(2 * n, '0');

@@ -21,6 +21,9 @@ std::string ToHex(const uint8_t* data, size_t n);
 bool FromHex(std::string_view hex, uint8_t* out, size_t n);
 }  // namespace id_internal
 
+// A random UUID (version 4) in its usual text form: the namespace of a job that names none.
+std::string RandomUuid();
+
 template <class Tag, size_t N>
 class BaseID {
  public:

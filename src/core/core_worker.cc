@@ -83,12 +83,16 @@ absl::Status CoreWorker::Start() {
   CallOptions retrying;
   retrying.max_attempts = 5;
   if (options_.is_driver) {
+    // As in Ray, a job that names no namespace gets one of its own: its named actors
+    // and groups are invisible to other jobs.
+    if (options_.ray_namespace.empty()) options_.ray_namespace = RandomUuid();
     rpc::AddJobRequest add;
     add.mutable_job()->set_driver_ip(options_.node_ip);
     add.mutable_job()->set_driver_pid(getpid());
     add.mutable_job()->set_worker_executable(options_.worker_executable);
     for (const auto& p : options_.code_search_path) add.mutable_job()->add_code_search_path(p);
     add.mutable_job()->set_namespace_(options_.ray_namespace);
+    add.mutable_job()->set_detached_actors_by_default(options_.detached_actors_by_default);
     auto job = gcs_->CallSync<rpc::AddJobReply>(ORB_RPC(AddJob), add, retrying);
     if (!job.ok()) {
       return absl::Status(job.status().code(),

@@ -42,6 +42,8 @@ struct CoreWorkerOptions {
   std::string worker_executable;
   std::vector<std::string> code_search_path;
   std::string ray_namespace;
+  // Driver only: the lifetime of actors that do not choose one.
+  bool detached_actors_by_default = false;
   // Worker only: identity given by the raylet.
   JobID job_id;
   WorkerID worker_id;
@@ -81,8 +83,9 @@ class CoreWorker {
   void KvDeletePrefix(const std::string& ns, const std::string& prefix);
 
   // Placement groups (core_worker_placement_groups.cc). IDs are hex.
-  std::string CreatePlacementGroup(const std::string& name, const std::vector<std::map<std::string, double>>& bundles,
-                                   int strategy);
+  std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options);
+  bool LookUpPlacementGroup(const std::string& id_hex, const std::string& name, internal::PlacementGroupData* out);
+  std::vector<internal::PlacementGroupData> ListPlacementGroups();
   bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms);
   void RemovePlacementGroup(const std::string& id_hex);
   bool WasCurrentActorRestarted() const;
@@ -95,6 +98,7 @@ class CoreWorker {
   const NodeID& node_id() const { return node_id_; }
   const std::string& node_ip() const { return options_.node_ip; }
   const JobID& job_id() const { return options_.job_id; }
+  const std::string& ray_namespace() const { return options_.ray_namespace; }
   std::string CurrentTaskId() const;
 
   void HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTasksReply* reply, SendReply send);

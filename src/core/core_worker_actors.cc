@@ -38,7 +38,7 @@ std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector
   actor->set_class_name(creation->class_name());
   actor->set_max_restarts(options.max_restarts);
   actor->set_max_task_retries(options.max_task_retries);
-  actor->set_detached(options.detached);
+  actor->set_detached(options.lifetime_set ? options.detached : options_.detached_actors_by_default);
   *actor->mutable_creation_spec() = std::move(spec);
   CallGcs<rpc::RegisterActorReply>(ORB_RPC(RegisterActor), request, "cannot create actor " + factory_name);
   return id.Binary();

@@ -6,16 +6,39 @@
 
 namespace orb {
 
-std::string CoreWorker::CreatePlacementGroup(const std::string& name,
-                                             const std::vector<std::map<std::string, double>>& bundles,
-                                             int strategy) {
+namespace {
+
+internal::PlacementGroupData FromInfo(const rpc::PlacementGroupInfo& pg) {
+  internal::PlacementGroupData data;
+  data.id = PlacementGroupID::FromBinary(pg.placement_group_id()).Hex();
+  data.options.name = pg.name();
+  data.options.strategy = static_cast<PlacementStrategy>(pg.strategy());
+  data.options.lifetime = pg.detached() ? ActorLifetime::DETACHED : ActorLifetime::NON_DETACHED;
+  for (const auto& bundle : pg.bundles()) data.options.bundles.emplace_back(bundle.resources().begin(), bundle.resources().end());
+  switch (pg.state()) {
+    case rpc::PlacementGroupInfo::PENDING: data.state = PENDING; break;
+    case rpc::PlacementGroupInfo::CREATED: data.state = CREATED; break;
+    case rpc::PlacementGroupInfo::REMOVED: data.state = REMOVED; break;
+    case rpc::PlacementGroupInfo::RESCHEDULING: data.state = RESCHEDULING; break;
+    default: data.state = UNRECOGNIZED;
+  }
+  return data;
+}
+
+}  // namespace
+
+std::string CoreWorker::CreatePlacementGroup(const PlacementGroupCreationOptions& options) {
+  const auto& bundles = options.bundles;
+  int strategy = static_cast<int>(options.strategy);
   if (bundles.empty()) throw Error("a placement group needs at least one bundle");
   if (strategy < 0 || strategy > rpc::PlacementGroupInfo::STRICT_SPREAD) throw Error("unknown placement strategy");
   rpc::CreatePlacementGroupRequest request;
   rpc::PlacementGroupInfo* pg = request.mutable_placement_group();
   PlacementGroupID id = PlacementGroupID::FromRandom();
   pg->set_placement_group_id(id.Binary());
-  pg->set_name(name);
+  pg->set_name(options.name);
+  pg->set_namespace_(options_.ray_namespace);
+  pg->set_detached(options.lifetime == ActorLifetime::DETACHED);
   pg->set_strategy(static_cast<rpc::PlacementGroupInfo::Strategy>(strategy));
   pg->set_job_id(options_.job_id.Binary());
   for (size_t i = 0; i < bundles.size(); ++i) {
@@ -75,6 +98,32 @@ void CoreWorker::RemovePlacementGroup(const std::string& id_hex) {
   request.set_placement_group_id(id.Binary());
   CallGcs<rpc::RemovePlacementGroupReply>(ORB_RPC(RemovePlacementGroup), request,
                                           "cannot remove placement group " + id_hex);
+}
+
+bool CoreWorker::LookUpPlacementGroup(const std::string& id_hex, const std::string& name,
+                                      internal::PlacementGroupData* out) {
+  rpc::GetPlacementGroupRequest request;
+  if (!id_hex.empty()) {
+    PlacementGroupID id = PlacementGroupID::FromHex(id_hex);
+    if (id.IsNil()) throw Error("placement group ID '" + id_hex + "' is not 32 hex digits");
+    request.set_placement_group_id(id.Binary());
+  } else {
+    request.set_name(name);
+    request.set_namespace_(options_.ray_namespace);
+  }
+  auto reply = CallGcs<rpc::GetPlacementGroupReply>(ORB_RPC(GetPlacementGroup), request,
+                                                    "cannot look up placement group " + (id_hex.empty() ? "'" + name + "'" : id_hex));
+  if (!reply.found()) return false;
+  *out = FromInfo(reply.placement_group());
+  return true;
+}
+
+std::vector<internal::PlacementGroupData> CoreWorker::ListPlacementGroups() {
+  auto reply = CallGcs<rpc::ListPlacementGroupsReply>(ORB_RPC(ListPlacementGroups), rpc::ListPlacementGroupsRequest(),
+                                                      "cannot list placement groups");
+  std::vector<internal::PlacementGroupData> groups;
+  for (const auto& pg : reply.placement_groups()) groups.push_back(FromInfo(pg));
+  return groups;
 }
 
 }  // namespace orb

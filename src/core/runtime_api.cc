@@ -76,6 +76,7 @@ void ApplyFlags(Config* config, int argc, char** argv) {
   options.worker_id = WorkerID::FromHex(Env("ORB_WORKER_ID"));
   if (!Env("ORB_NODE_IP").empty()) options.node_ip = Env("ORB_NODE_IP");
   options.ray_namespace = Env("ORB_NAMESPACE");
+  options.detached_actors_by_default = Env("ORB_DEFAULT_ACTOR_LIFETIME") == "detached";
   if (auto s = LoadCodeSearchPath(Env("ORB_CODE_SEARCH_PATH")); !s.ok()) {
     std::cerr << "orb worker: " << s.message() << std::endl;
   }
@@ -128,6 +129,7 @@ void Init(const Config& base, int argc, char** argv) {
   }
   if (options.code_search_path.empty()) options.worker_executable = SelfExecutablePath();
   options.ray_namespace = config.ray_namespace;
+  options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
   auto worker = CoreWorker::Connect(options);
   if (!worker.ok()) {
     g_cluster.reset();
@@ -167,14 +169,19 @@ std::string GetNamedActor(const std::string& name, const std::string& ray_namesp
   return Worker().GetNamedActor(name, ray_namespace);
 }
 
-std::string CreatePlacementGroup(const std::string& name, const std::vector<std::map<std::string, double>>& bundles,
-                                 int strategy) {
-  return Worker().CreatePlacementGroup(name, bundles, strategy);
+std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options) {
+  return Worker().CreatePlacementGroup(options);
 }
 
 bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) {
   return Worker().WaitPlacementGroupReady(id_hex, timeout_ms);
 }
+
+bool LookUpPlacementGroup(const std::string& id_hex, const std::string& name, PlacementGroupData* out) {
+  return Worker().LookUpPlacementGroup(id_hex, name, out);
+}
+
+std::vector<PlacementGroupData> ListPlacementGroups() { return Worker().ListPlacementGroups(); }
 
 void RemovePlacementGroup(const std::string& id_hex) { Worker().RemovePlacementGroup(id_hex); }
 
@@ -212,6 +219,7 @@ void RemoveLocalReference(const std::string& id) {
   if (g_worker) g_worker->RemoveLocalReference(id);
 }
 
+std::string CurrentNamespace() { return Worker().ray_namespace(); }
 std::string CurrentNodeId() { return Worker().node_id().Hex(); }
 std::string CurrentJobId() { return Worker().job_id().Hex(); }
 std::string CurrentTaskId() {

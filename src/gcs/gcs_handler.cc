@@ -277,6 +277,7 @@ void GcsHandler::HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, r
   *message.mutable_job() = it->second;
   publisher_.Publish(std::move(message));
   actors_->OnJobFinished(req.job_id());
+  placement_groups_->OnJobFinished(req.job_id());
   send(grpc::Status::OK);
 }
 

@@ -81,6 +81,11 @@ void PlacementGroupManager::HandleCreatePlacementGroup(const rpc::CreatePlacemen
     }
   }
   if (groups_.count(in.placement_group_id())) return send(grpc::Status::OK);  // a retried create
+  if (!in.name().empty() && FindNamed(in.namespace_(), in.name())) {
+    return send(grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                             "a placement group named '" + in.name() + "' already exists in namespace '" +
+                                 in.namespace_() + "' (names are unique until the group is removed)"));
+  }
   rpc::PlacementGroupInfo pg = in;
   pg.set_state(rpc::PlacementGroupInfo::PENDING);
   pg.set_version(0);
@@ -231,25 +236,43 @@ void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacemen
     return send(grpc::Status(grpc::StatusCode::NOT_FOUND,
                              "no placement group " + PlacementGroupID::FromBinary(req.placement_group_id()).Hex()));
   }
-  rpc::PlacementGroupInfo& pg = it->second;
-  if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return send(grpc::Status::OK);
+  Remove(it->second);
+  send(grpc::Status::OK);
+}
+
+void PlacementGroupManager::Remove(rpc::PlacementGroupInfo& pg) {
+  if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return;
   std::map<int, std::string> placed;
   for (const auto& bundle : pg.bundles()) {
     if (!bundle.node_id().empty()) placed[bundle.index()] = bundle.node_id();
   }
-  auto attempt = attempts_.find(req.placement_group_id());
+  std::string id = pg.placement_group_id();
+  auto attempt = attempts_.find(id);
   if (attempt != attempts_.end()) {
     // A reservation in flight: return what it may have prepared; its replies are ignored.
     for (const auto& [index, node] : attempt->second.placement) placed[index] = node;
     attempts_.erase(attempt);
   }
-  std::string id = req.placement_group_id();  // `req` is gone once the reply is sent
   ReturnBundles(id, placed);
   pg.set_state(rpc::PlacementGroupInfo::REMOVED);
   Changed(pg);
   AnswerCreate(id);
   if (access_.on_removed) access_.on_removed(id);
-  send(grpc::Status::OK);
+}
+
+void PlacementGroupManager::OnJobFinished(const std::string& job_id) {
+  for (auto& [id, pg] : groups_) {
+    if (pg.job_id() != job_id || pg.detached() || pg.state() == rpc::PlacementGroupInfo::REMOVED) continue;
+    spdlog::info("placement group {} ends with its job", Short(id));
+    Remove(pg);
+  }
+}
+
+const rpc::PlacementGroupInfo* PlacementGroupManager::FindNamed(const std::string& ns, const std::string& name) const {
+  for (const auto& [id, pg] : groups_) {
+    if (pg.name() == name && pg.namespace_() == ns && pg.state() != rpc::PlacementGroupInfo::REMOVED) return &pg;
+  }
+  return nullptr;
 }
 
 void PlacementGroupManager::OnNodeDead(const std::string& node_id) {
@@ -281,6 +304,12 @@ void PlacementGroupManager::Changed(rpc::PlacementGroupInfo& pg) {
 
 void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroupRequest& req,
                                                     rpc::GetPlacementGroupReply* reply, SendReply send) {
+  if (req.placement_group_id().empty()) {
+    const rpc::PlacementGroupInfo* named = FindNamed(req.namespace_(), req.name());
+    reply->set_found(named != nullptr);
+    if (named) *reply->mutable_placement_group() = *named;
+    return send(grpc::Status::OK);
+  }
   auto it = groups_.find(req.placement_group_id());
   if (it == groups_.end()) {
     reply->set_found(false);

@@ -11,7 +11,9 @@
 // group fits at once needs no Wait round trip. Remove returns every bundle (its raylet kills what runs in
 // it) and tells `on_removed` (the actor manager ends the group's actors). A node that
 // dies takes its bundles with it: the group is RESCHEDULING until those are placed
-// again under the same strategy.
+// again under the same strategy. A group ends with the job that created it (as in
+// Ray) unless it is detached. Names are unique within a namespace among groups not
+// removed; GetPlacementGroup finds a group by ID or by name.
 //
 // Changes are persisted and versioned like actors; GetPlacementGroup long-polls.
 // Runs on the GCS event loop; not thread-safe.
@@ -59,6 +61,8 @@ class PlacementGroupManager {
   void HandleListPlacementGroups(const rpc::ListPlacementGroupsRequest& req, rpc::ListPlacementGroupsReply* reply,
                                  SendReply send);
   void OnNodeDead(const std::string& node_id);
+  // Removes the job's groups that are not detached.
+  void OnJobFinished(const std::string& job_id);
 
  private:
   struct Attempt {
@@ -86,6 +90,10 @@ class PlacementGroupManager {
   // Sends the Create reply held for `pg_id`, if any, saying whether the group is placed.
   void AnswerCreate(const std::string& pg_id);
   void ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement);
+  // Returns the group's bundles (its raylets kill what runs in them) and marks it REMOVED.
+  void Remove(rpc::PlacementGroupInfo& pg);
+  // The live group named `name` in `ns`, if any.
+  const rpc::PlacementGroupInfo* FindNamed(const std::string& ns, const std::string& name) const;
   void Changed(rpc::PlacementGroupInfo& pg);
   static bool Satisfies(const rpc::PlacementGroupInfo& pg, int64_t after_version, bool until_ready);
 

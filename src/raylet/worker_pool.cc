@@ -34,6 +34,7 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
                  {"ORB_SESSION_DIR", options_.session_dir},
                  {"ORB_TOKEN", options_.token},
                  {"ORB_NAMESPACE", job.namespace_()},
+                 {"ORB_DEFAULT_ACTOR_LIFETIME", job.detached_actors_by_default() ? "detached" : "non_detached"},
                  {"ORB_CODE_SEARCH_PATH", code_path}};
   if (!options_.session_dir.empty()) {
     process.output_path = options_.session_dir + "/logs/worker-" + id.Hex().substr(0, 12) + ".log";

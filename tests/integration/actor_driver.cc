@@ -3,7 +3,10 @@
 //   actor_driver --orb-address=A create-owned NAME      named Counter(5) owned by this job
 //   actor_driver --orb-address=A create-owned-and-die NAME   ...then exits without Shutdown
 //   actor_driver --orb-address=A call NAME              Add(1) on the named actor
-// Prints "value N" or "not found".
+//   actor_driver --orb-address=A create-group NAME      a placement group of this job
+//   actor_driver --orb-address=A create-detached-group NAME   one that outlives the job
+//   actor_driver --orb-address=A group-state NAME       the named group's state
+// Prints "value N", "group STATE" or "not found".
 #include <orb/api.h>
 
 #include <cstring>
@@ -24,7 +27,19 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--orb-", 6) == 0) continue;
     (command.empty() ? command : name) = argv[i];
   }
-  if (command == "call") {
+  if (command == "create-group" || command == "create-detached-group") {
+    orb::PlacementGroupCreationOptions options{name, {{{"CPU", 2}}}, orb::PlacementStrategy::PACK};
+    if (command == "create-detached-group") options.SetLifetime(orb::ActorLifetime::DETACHED);
+    auto pg = orb::CreatePlacementGroup(options);
+    std::cout << "group " << (pg.Wait(30) ? "CREATED" : "PENDING") << std::endl;
+  } else if (command == "group-state") {
+    auto pg = orb::GetPlacementGroup(name);
+    if (pg.Empty()) {
+      std::cout << "not found" << std::endl;
+    } else {
+      std::cout << "group " << (pg.GetState() == orb::PlacementGroupState::CREATED ? "CREATED" : "OTHER") << std::endl;
+    }
+  } else if (command == "call") {
     auto actor = orb::GetActor<Counter>(name);
     if (!actor) {
       std::cout << "not found" << std::endl;

@@ -13,7 +13,8 @@ trap '"$orb" stop --force >/dev/null 2>&1 || true; rm -rf "$ORB_TEMP_DIR"' EXIT
 start=$("$orb" start --head --port 0 --num-cpus 2)
 address=$(sed -n 's/^  GCS address: *//p' <<<"$start")
 session=$(sed -n 's/^  session: *//p' <<<"$start")
-run() { "$driver" --orb-address="$address" "$@" 2>&1; }
+# One namespace for every run: by default each job has its own, as in Ray.
+run() { "$driver" --orb-address="$address" --orb-namespace=lifetime "$@" 2>&1; }
 wait_for() {  # wait_for <expected output> <driver args...>
   local want=$1; shift
   for _ in $(seq 1 100); do
@@ -43,6 +44,16 @@ for _ in $(seq 1 50); do
   sleep 0.2
 done
 [[ $(pgrep -c -f -- "$driver --orb-worker-mode" || true) == 1 ]] || { pgrep -a -f -- "$driver"; exit 1; }
+
+echo "--- a placement group ends with its job, a detached one stays; each holds both CPUs"
+[[ $(run create-group job-group) == *"group CREATED"* ]]
+[[ $(run create-group job-group-again) == *"group CREATED"* ]]  # the first one's CPUs came back
+[[ $(run create-detached-group kept-group) == *"group CREATED"* ]]
+[[ $(run group-state kept-group) == *"group CREATED"* ]]
+[[ $(run group-state job-group) == *"not found"* ]]
+groups=$("$orb" list placement-groups)
+echo "$groups"
+[[ $(grep -c "REMOVED" <<<"$groups") -ge 2 ]]
 
 echo "--- the GCS killed and restarted on its storage keeps the actor table"
 gcs=$(cat "$session/gcs.pid")

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <unordered_map>
 #include <set>
 #include <thread>
 
@@ -31,7 +32,7 @@ orb::testing::CliCluster& Cluster() {
 
 orb::PlacementGroup Create(orb::PlacementStrategy strategy, int bundles, double cpus) {
   std::vector<std::map<std::string, double>> b(bundles, {{"CPU", cpus}});
-  return orb::CreatePlacementGroup({"test", b, strategy});
+  return orb::CreatePlacementGroup({"", b, strategy});
 }
 
 // The node each bundle's task runs on.
@@ -176,6 +177,37 @@ TEST_CASE("bad input: empty bundles, negative amounts, an index past the last bu
   CHECK_THROWS_AS(orb::Task(WhereAmI).SetPlacementGroup(orb::PlacementGroup(), 0), orb::Error);
   CHECK_THROWS_AS(orb::RemovePlacementGroup("not-an-id"), orb::Error);
   orb::RemovePlacementGroup(pg.GetID());
+}
+
+TEST_CASE("groups are found by name and ID, listed, and report their state; names are unique", "[pg][api]") {
+  Cluster();
+  // Bundles as Ray programs give them: a vector of unordered_map.
+  std::vector<std::unordered_map<std::string, double>> bundles{{{"CPU", 0.5}}};
+  orb::PlacementGroupCreationOptions options{"lookup_me", bundles, orb::PlacementStrategy::PACK};
+  auto pg = orb::CreatePlacementGroup(options);
+  REQUIRE(pg.Wait(30));
+  CHECK(pg.GetState() == orb::PlacementGroupState::CREATED);
+  CHECK_THROWS_WITH(orb::CreatePlacementGroup(options), Catch::Contains("already exists"));
+  auto by_name = orb::GetPlacementGroup("lookup_me");
+  CHECK(by_name.GetID() == pg.GetID());
+  CHECK(by_name.GetBundles().size() == 1);
+  CHECK(by_name.GetBundles()[0].at("CPU") == 0.5);
+  CHECK(by_name.GetStrategy() == orb::PlacementStrategy::PACK);
+  auto by_id = orb::GetPlacementGroupById(pg.GetID());
+  CHECK(by_id.GetName() == "lookup_me");
+  bool listed = false;
+  for (const auto& g : orb::GetAllPlacementGroups()) listed = listed || g.GetID() == pg.GetID();
+  CHECK(listed);
+  CHECK(orb::GetPlacementGroup("no_such_group").Empty());
+  CHECK(orb::GetPlacementGroupById(std::string(32, 'a')).Empty());
+  orb::RemovePlacementGroup(pg.GetID());
+  CHECK(orb::GetPlacementGroupById(pg.GetID()).GetState() == orb::PlacementGroupState::REMOVED);
+  CHECK(pg.GetState() == orb::PlacementGroupState::REMOVED);
+  CHECK(orb::GetPlacementGroup("lookup_me").Empty());  // removed: the name is free again
+  orb::RemovePlacementGroup(pg.GetID());               // removing twice does nothing
+  auto again = orb::CreatePlacementGroup(options);
+  CHECK(again.Wait(30));
+  orb::RemovePlacementGroup(again.GetID());
 }
 
 // Last: it leaves the cluster with a fourth node.

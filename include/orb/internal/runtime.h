@@ -62,6 +62,7 @@ struct ActorOptionsData {
   int max_task_retries = 0;    // -1: without limit
   int max_concurrency = 1;
   bool detached = false;
+  bool lifetime_set = false;  // false: the job's Config::default_actor_lifetime
 };
 
 // Thrown by orb::ExitActor() inside an actor method; caught by the worker, which ends
@@ -98,6 +99,7 @@ std::string GetNamedActor(const std::string& name, const std::string& ray_namesp
 std::string CurrentActorId();  // hex; empty outside an actor
 bool WasCurrentActorRestarted();
 
+std::string CurrentNamespace();
 std::string CurrentNodeId();
 std::string CurrentJobId();
 std::string CurrentTaskId();
