@@ -37,18 +37,35 @@ class ActorTaskCaller {
  public:
   ActorTaskCaller(std::string actor_id, std::string method) : actor_id_(std::move(actor_id)), method_(std::move(method)) {}
 
+  // A name for this call (shown in task listings and errors).
+  ActorTaskCaller& SetName(const std::string& name) {
+    options_.name = name;
+    return *this;
+  }
+  // Accepted as in Ray and checked like a task's; a call runs on its actor's resources.
+  ActorTaskCaller& SetResource(const std::string& name, double amount) {
+    options_.resources[name] = amount;
+    options_.resources_set = true;
+    return *this;
+  }
+  ActorTaskCaller& SetResources(const ResourceMap& resources) {
+    for (const auto& [name, amount] : resources) SetResource(name, amount);
+    return *this;
+  }
+
   template <class... Args>
   ObjectRef<R> Remote(Args&&... args) {
     static_assert(sizeof...(Args) == sizeof...(Params), "wrong number of arguments for this actor method");
     static_assert((internal::ArgumentFits<Params, Args>() && ...),
                   "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
     std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
-    return ObjectRef<R>(internal::SubmitActorTask(actor_id_, method_, std::move(wire)), internal::AdoptRef{});
+    return ObjectRef<R>(internal::SubmitActorTask(actor_id_, method_, std::move(wire), options_), internal::AdoptRef{});
   }
 
  private:
   std::string actor_id_;
   std::string method_;
+  internal::TaskOptionsData options_;
 };
 
 template <class T>
@@ -136,7 +153,7 @@ class ActorCreator<T* (*)(Params...)> {
     options_.placement.resources_set = true;
     return *this;
   }
-  ActorCreator& SetResources(const std::map<std::string, double>& resources) {
+  ActorCreator& SetResources(const ResourceMap& resources) {
     for (const auto& [name, amount] : resources) SetResource(name, amount);
     return *this;
   }
@@ -185,7 +202,15 @@ std::optional<ActorHandle<T>> GetActor(const std::string& name, const std::strin
   return ActorHandle<T>(id);
 }
 
-// Inside an actor method: ends the actor (no restart) once this call returns.
-[[noreturn]] inline void ExitActor() { throw internal::ActorExitSignal{}; }
+// Inside an actor method: ends the actor (no restart) once this call returns. Outside
+// an actor it is an orb::Error.
+[[noreturn]] inline void ExitActor() {
+  if (internal::CurrentActorId().empty()) throw Error("ExitActor() called outside an actor");
+  throw internal::ActorExitSignal{};
+}
+
+// True in an actor whose constructor ran again after its process died (also inside
+// that constructor); false elsewhere.
+inline bool WasCurrentActorRestarted() { return internal::WasCurrentActorRestarted(); }
 
 }  // namespace orb

@@ -26,6 +26,7 @@
 #include "orb/errors.h"
 #include "orb/internal/function_registry.h"
 #include "orb/internal/runtime.h"
+#include "orb/logging.h"
 #include "orb/object_ref.h"
 #include "orb/placement_group.h"
 #include "orb/scheduling.h"

@@ -48,4 +48,7 @@ struct Config {
   int infeasible_grace_ms = 3000;
 };
 
+// Ray's name for it.
+using OrbConfig = Config;
+
 }  // namespace orb

@@ -52,5 +52,24 @@ class CollectiveError : public Error {
  public:
   using Error::Error;
 };
+// A RuntimeEnv field is missing or malformed, or a task's runtime environment cannot
+// be set up (an unknown field, a working_dir that does not exist...).
+class RuntimeEnvError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Ray's C++ exception names, renamed, so that a Ray program's catch clauses port as
+// they are (Ray keeps them in ray::internal).
+namespace internal {
+using OrbException = Error;
+using OrbTaskException = TaskError;
+using OrbActorException = ActorDiedError;
+using OrbWorkerException = WorkerCrashedError;
+using UnreconstructableException = ObjectLostError;
+using OrbTimeoutException = GetTimeoutError;
+using OrbRuntimeEnvException = RuntimeEnvError;
+using OrbFunctionNotFound = TaskError;
+}  // namespace internal
 
 }  // namespace orb

@@ -5,10 +5,23 @@
 //   orb::Task(f).SetLabelSelector("zone in (a,b), !spot").Remote();
 #pragma once
 
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <variant>
 
 namespace orb {
+
+// Resource name -> amount ("CPU", "GPU", "memory" or a custom name). Built from braces
+// ({{"CPU", 1}, {"GPU", 0.5}}), a std::map, or a std::unordered_map (what Ray's
+// SetResources takes).
+class ResourceMap : public std::map<std::string, double> {
+ public:
+  using map::map;
+  ResourceMap() = default;
+  ResourceMap(const std::map<std::string, double>& resources) : map(resources) {}
+  ResourceMap(const std::unordered_map<std::string, double>& resources) : map(resources.begin(), resources.end()) {}
+};
 
 // Hybrid (the default): pack onto the local node until it is about half used, then
 // prefer the least-loaded nodes.

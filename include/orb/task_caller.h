@@ -81,7 +81,7 @@ class TaskCaller<R (*)(Params...)> {
     options_.resources_set = true;
     return *this;
   }
-  TaskCaller& SetResources(const std::map<std::string, double>& resources) {
+  TaskCaller& SetResources(const ResourceMap& resources) {
     for (const auto& [name, amount] : resources) options_.resources[name] = amount;
     options_.resources_set = true;
     return *this;

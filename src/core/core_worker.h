@@ -71,7 +71,7 @@ class CoreWorker {
   std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                           const internal::ActorOptionsData& options);
   internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                    std::vector<internal::ArgData> args);
+                                    std::vector<internal::ArgData> args, const internal::TaskOptionsData& options);
   void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason = "");
   // Empty when no live actor has that name.
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);

@@ -45,9 +45,12 @@ std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector
 }
 
 internal::RefData CoreWorker::SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                              std::vector<internal::ArgData> args) {
+                                              std::vector<internal::ArgData> args,
+                                              const internal::TaskOptionsData& options) {
   if (ActorID::FromBinary(actor_id).IsNil()) throw Error("this actor handle is empty (default-constructed?)");
-  rpc::TaskSpec spec = BuildSpec(method_name, std::move(args), internal::TaskOptionsData(), /*default_cpu=*/false);
+  if (!options.placement_group_id.empty()) throw Error("an actor call runs in its actor's placement group");
+  rpc::TaskSpec spec = BuildSpec(method_name, std::move(args), options, /*default_cpu=*/false);
+  spec.clear_resources();  // validated above; the call runs on the actor's resources
   spec.set_actor_id(actor_id);
   spec.set_max_retries(0);  // the actor's max_task_retries governs
   ObjectID return_id = ObjectID::FromBinary(spec.return_id());

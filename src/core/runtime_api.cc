@@ -159,8 +159,9 @@ std::string CreateActor(const std::string& factory_name, std::vector<ArgData> ar
   return Worker().CreateActor(factory_name, std::move(args), options);
 }
 
-RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args) {
-  return Worker().SubmitActorTask(actor_id, method_name, std::move(args));
+RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args,
+                        const TaskOptionsData& options) {
+  return Worker().SubmitActorTask(actor_id, method_name, std::move(args), options);
 }
 
 void KillActor(const std::string& actor_id, bool no_restart) { Worker().KillActor(actor_id, no_restart); }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "test_cluster.h"
 
@@ -227,4 +228,13 @@ TEST_CASE("a call whose argument is an earlier call's result on the same actor c
   auto after = counter.Task(&Counter::Add).Remote(failed);
   CHECK_THROWS_WITH(after.Get(30000), Catch::Contains("no value today"));
   CHECK_THROWS_WITH(failed.Get(), Catch::Contains("std::logic_error: no value today"));
+}
+
+TEST_CASE("actor calls take a name and resources as in Ray; ExitActor outside an actor is an error", "[actors][api]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).SetResources(std::unordered_map<std::string, double>{{"CPU", 0.5}}).Remote(1);
+  CHECK(*counter.Task(&Counter::Add).SetName("add_one").SetResources({{"CPU", 1.0}}).Remote(1).Get(30000) == 2);
+  CHECK_THROWS_AS(counter.Task(&Counter::Add).SetResource("CPU", -1).Remote(1), orb::Error);
+  CHECK(!orb::WasCurrentActorRestarted());
+  CHECK_THROWS_WITH(orb::ExitActor(), Catch::Contains("outside an actor"));
 }

@@ -69,6 +69,15 @@ void Touch(std::string path) {
 }
 ORB_REMOTE(Touch);
 
+// Logs a line with ORBLOG; returns where the worker's log is (its session's logs/).
+std::string LogSomething(std::string text) {
+  ORBLOG(INFO) << "user says " << text;
+  ORBLOG(DEBUG) << "below the default threshold: " << text;
+  const char* session = std::getenv("ORB_SESSION_DIR");
+  return std::string(session ? session : "") + "|" + orb::GetRuntimeContext().GetTaskId();
+}
+ORB_REMOTE(LogSomething);
+
 orb::Config TestConfig() {
   orb::Config config;
   config.num_cpus = 2;
@@ -294,4 +303,27 @@ TEST_CASE("Init while initialized is a no-op, and Init ignores the program's own
   char* argv[] = {program, gtest_flag, mine, nullptr, nullptr};
   orb::Init(5, argv);
   CHECK(*orb::Task(Plus).Remote(1, 1).Get() == 2);
+}
+
+TEST_CASE("ORBLOG in a task writes to the worker's log, naming the task", "[api][logging]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string where = *orb::Task(LogSomething).Remote("hello-log-42").Get();
+  std::string session = where.substr(0, where.find('|')), task = where.substr(where.find('|') + 1);
+  REQUIRE(!session.empty());
+  std::string found;
+  CHECK(orb::testing::WaitFor(
+      [&] {
+        for (const auto& entry : std::filesystem::directory_iterator(session + "/logs")) {
+          std::ifstream in(entry.path());
+          std::string line;
+          while (std::getline(in, line)) {
+            if (line.find("user says hello-log-42") != std::string::npos) found = line;
+          }
+        }
+        return !found.empty();
+      },
+      std::chrono::seconds(5)));
+  CHECK_THAT(found, Catch::Contains("[info]") && Catch::Contains("task " + task) &&
+                        Catch::Contains("tasks_test.cc:"));
+  ORBLOG(INFO) << "the driver may log too";
 }

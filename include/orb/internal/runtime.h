@@ -92,7 +92,9 @@ void RemoveLocalReference(const std::string& id);
 
 // Registers the actor with the GCS (which schedules it) and returns its binary ID.
 std::string CreateActor(const std::string& factory_name, std::vector<ArgData> args, const ActorOptionsData& options);
-RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args);
+// `options`: name (and resources, checked but not scheduled: the actor's are used).
+RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args,
+                        const TaskOptionsData& options);
 void KillActor(const std::string& actor_id, bool no_restart);
 // The binary ID of the live actor with that name, or empty.
 std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
