@@ -40,7 +40,8 @@ struct Config {
   double num_cpus = -1;
   double num_gpus = 0;
   std::map<std::string, double> resources;
-  // Object store capacity in bytes; 0 means the raylet's default (512 MiB).
+  // Object store capacity in bytes; 0: 30% of the memory available at start, within
+  // the free space of /dev/shm (as Ray). Pages are taken as objects need them.
   long long object_store_memory = 0;
   // Where session directories (logs, token) go; empty: $ORB_TEMP_DIR or /tmp/orb.
   std::string log_dir;

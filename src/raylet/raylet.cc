@@ -64,7 +64,7 @@ Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
     : options_(std::move(options)),
       node_id_(NodeID::FromRandom()),
       arena_(std::move(arena)),
-      object_store_(options_.object_store_bytes, &loop_) {
+      object_store_(options_.object_store_bytes, &loop_, [this](uint64_t end) { return arena_->Reserve(end); }) {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
 }
 

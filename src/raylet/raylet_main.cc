@@ -9,6 +9,7 @@
 #include "common/process.h"
 #include "common/session.h"
 #include "gossip/gossip_flags.h"
+#include "raylet/node_memory.h"
 #include "raylet/raylet.h"
 
 namespace orb {
@@ -39,12 +40,13 @@ int RayletMain(int argc, char** argv) {
   RayletOptions options;
   double num_cpus = std::thread::hardware_concurrency();
   double num_gpus = DetectGpus();
-  double memory = 0;
+  NodeMemory node_memory = ReadNodeMemory();
+  double memory = -1;  // default: what the object store leaves of the available memory
   std::string resources_json = "{}";
   std::string labels_json;
   std::string token_file;
   std::string log_file;
-  int64_t object_store_memory = 512ll << 20;
+  int64_t object_store_memory = 0;  // default: DefaultObjectStoreBytes
   int idle_ms = 60000;
   int infeasible_ms = 3000;
   app.add_option("--gcs-address", options.gcs_address, "GCS address HOST:PORT")->required();
@@ -56,10 +58,12 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--node-ip-address", options.node_ip, "address other processes use to reach this node");
   app.add_option("--num-cpus", num_cpus, "CPUs to offer (default: core count)")->check(CLI::NonNegativeNumber);
   app.add_option("--num-gpus", num_gpus, "GPUs to offer (default: detected)")->check(CLI::NonNegativeNumber);
-  app.add_option("--memory", memory, "memory to offer for tasks, bytes")->check(CLI::NonNegativeNumber);
+  app.add_option("--memory", memory, "memory to offer for tasks, bytes (default: available memory less the object store)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--resources", resources_json, "custom resources as JSON, e.g. '{\"zone_a\": 4}'");
   app.add_option("--labels", labels_json, "node labels as JSON, e.g. '{\"zone\": \"a\"}'");
-  app.add_option("--object-store-memory", object_store_memory, "object store capacity, bytes")
+  app.add_option("--object-store-memory", object_store_memory,
+                 "object store capacity, bytes (default: 30% of available memory, within /dev/shm)")
       ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 45));
   app.add_option("--session-dir", options.session_dir, "session directory (logs of workers go to its logs/)");
   app.add_option("--token-file", token_file, "file holding the cluster token");
@@ -91,6 +95,8 @@ int RayletMain(int argc, char** argv) {
   options.resources = *custom;
   options.resources.Set("CPU", num_cpus);
   options.resources.Set("GPU", num_gpus);
+  if (object_store_memory == 0) object_store_memory = static_cast<int64_t>(DefaultObjectStoreBytes(node_memory));
+  if (memory < 0) memory = static_cast<double>(DefaultMemoryResource(node_memory, object_store_memory));
   options.resources.Set("memory", memory);
   options.object_store_bytes = static_cast<uint64_t>(object_store_memory);
   options.idle_worker_timeout = std::chrono::milliseconds(idle_ms);

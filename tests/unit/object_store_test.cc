@@ -1,6 +1,10 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "common/event_loop.h"
+#include "common/shm_arena.h"
 #include "raylet/object_store/arena_allocator.h"
 #include "raylet/object_store/local_object_store.h"
 
@@ -78,4 +82,38 @@ TEST_CASE("a Get waits for an object sealed later", "[object_store]") {
   REQUIRE(store.Seal(Id(7)).ok());
   REQUIRE(got.size() == 1);
   CHECK(got[0].found);
+}
+
+TEST_CASE("a store whose pages /dev/shm cannot hold says ObjectStoreFull and frees the range", "[object_store]") {
+  EventLoop loop;
+  uint64_t room = 8192;  // what the file system can still hold
+  std::vector<uint64_t> asked;
+  LocalObjectStore store(1 << 20, &loop, [&](uint64_t end) {
+    asked.push_back(end);
+    return end <= room ? absl::OkStatus() : absl::ResourceExhaustedError("no room in /dev/shm");
+  });
+  WorkerID owner = WorkerID::FromRandom();
+  REQUIRE(store.Create(ObjectID::FromRandom(), 4096, owner).ok());
+  auto too_far = store.Create(ObjectID::FromRandom(), 8192, owner);
+  REQUIRE_FALSE(too_far.ok());
+  CHECK(too_far.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(too_far.status().message()), Catch::Contains("no room in /dev/shm"));
+  CHECK(store.used() == 4096);  // the failed object holds nothing
+  CHECK(store.Create(ObjectID::FromRandom(), 4096, owner).ok());
+  CHECK(asked == std::vector<uint64_t>{4096, 12288, 8192});
+}
+
+TEST_CASE("an arena is sparse until reserved, and reserving past /dev/shm's room fails cleanly", "[object_store]") {
+  std::string path = "/dev/shm/orb-store-test-" + std::to_string(::getpid());
+  auto arena = ShmArena::Create(path, size_t{1} << 40);  // 1 TiB: larger than any /dev/shm here
+  REQUIRE(arena.ok());
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_blocks == 0);  // nothing taken yet
+  CHECK((*arena)->Reserve(1 << 20).ok());
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_blocks * 512 >= (64 << 20));  // one 64 MiB step
+  absl::Status full = (*arena)->Reserve(size_t{1} << 40);
+  CHECK(full.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(full.message()), Catch::Contains("no room"));
 }

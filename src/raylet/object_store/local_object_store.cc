@@ -4,7 +4,8 @@
 
 namespace orb {
 
-LocalObjectStore::LocalObjectStore(uint64_t capacity, EventLoop* loop) : allocator_(capacity), loop_(loop) {}
+LocalObjectStore::LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve)
+    : allocator_(capacity), loop_(loop), reserve_(std::move(reserve)) {}
 
 bool LocalObjectStore::Contains(const ObjectID& id) const {
   auto it = objects_.find(id);
@@ -63,6 +64,12 @@ absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectI
                                         std::to_string(allocator_.capacity() - allocator_.used()) + " of " +
                                         std::to_string(allocator_.capacity()) +
                                         " bytes free and every other object is in use");
+  }
+  if (reserve_) {
+    if (absl::Status s = reserve_(*offset + size); !s.ok()) {
+      allocator_.Free(*offset, size);
+      return absl::ResourceExhaustedError("object store full: " + std::string(s.message()));
+    }
   }
   Entry& e = objects_[id];
   e.offset = *offset;

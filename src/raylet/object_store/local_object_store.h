@@ -35,7 +35,9 @@ struct ObjectLocationInArena {
 
 class LocalObjectStore {
  public:
-  LocalObjectStore(uint64_t capacity, EventLoop* loop);
+  // Makes the arena's pages below `end` exist (ShmArena::Reserve); null: nothing to do.
+  using Reserver = std::function<absl::Status(uint64_t end)>;
+  LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve = nullptr);
 
   struct Created {
     uint64_t offset = 0;
@@ -96,6 +98,7 @@ class LocalObjectStore {
 
   ArenaAllocator allocator_;
   EventLoop* loop_;
+  Reserver reserve_;
   std::unordered_map<ObjectID, Entry> objects_;
   std::list<ObjectID> lru_;  // evictable objects, least recently used first
   std::unordered_map<ObjectID, std::vector<std::shared_ptr<PendingGet>>> waiting_;

@@ -1,0 +1,24 @@
+// How much memory this node has to offer, and the defaults Ray derives from it: the
+// object store takes 30% of the available memory (capped by the free space of
+// /dev/shm, where it lives), and the `memory` resource tasks ask for is the rest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace orb {
+
+struct NodeMemory {
+  uint64_t available = 0;  // MemAvailable, or less where a cgroup limit leaves less
+  uint64_t shm_free = 0;   // free bytes in the file system of the object store
+};
+
+// Reads /proc/meminfo, the cgroup (v2 or v1) limit and usage, and `shm_dir`.
+NodeMemory ReadNodeMemory(const std::string& shm_dir = "/dev/shm");
+
+// 30% of available memory, at most 95% of shm_free, at least 64 MiB.
+uint64_t DefaultObjectStoreBytes(const NodeMemory& memory);
+// Available memory less the object store (0 if the store takes it all).
+uint64_t DefaultMemoryResource(const NodeMemory& memory, uint64_t object_store_bytes);
+
+}  // namespace orb
