@@ -174,6 +174,11 @@ class ActorCreator<T* (*)(Params...)> {
     internal::SetPlacement(&options_.placement, pg, bundle_index);
     return *this;
   }
+  // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).
+  ActorCreator& SetRuntimeEnv(const RuntimeEnv& runtime_env) {
+    options_.placement.runtime_env = runtime_env.Serialize();
+    return *this;
+  }
 
   template <class... Args>
   ActorHandle<T> Remote(Args&&... args) {

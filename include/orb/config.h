@@ -3,8 +3,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "orb/runtime_env.h"
 
 namespace orb {
 
@@ -29,6 +32,10 @@ struct Config {
   // --- This job's defaults ---
   // The lifetime of actors that do not set one (ActorCreator::SetLifetime).
   ActorLifetime default_actor_lifetime = ActorLifetime::NON_DETACHED;
+  // The environment of this job's workers (env_vars, working_dir, code_search_path; see
+  // <orb/runtime_env.h>); tasks and actors may add to it. Malformed: orb::RuntimeEnvError
+  // from Init.
+  std::optional<RuntimeEnv> runtime_env;
 
   // --- How workers run this job's code ---
   // Directories or shared libraries holding ORB_REMOTE functions. Empty: workers run
@@ -36,9 +43,10 @@ struct Config {
   std::vector<std::string> code_search_path;
 
   // --- The embedded cluster only (ignored when connecting to a running one) ---
-  // CPUs to offer; a negative value means the machine's core count.
+  // CPUs and GPUs to offer; a negative value means the machine's core count (for
+  // GPUs: the devices found).
   double num_cpus = -1;
-  double num_gpus = 0;
+  double num_gpus = -1;
   std::map<std::string, double> resources;
   // Object store capacity in bytes; 0: 30% of the memory available at start, within
   // the free space of /dev/shm (as Ray). Pages are taken as objects need them.
@@ -47,6 +55,11 @@ struct Config {
   std::string log_dir;
   // How long a request no node can satisfy waits before InfeasibleError, in ms.
   int infeasible_grace_ms = 3000;
+  // Extra `orb start --head` flags for the embedded cluster, applied after the fields
+  // above, e.g. {"--num-cpus", "2", "--resources", "{\"resource1\": 1}"}. Known:
+  // --num-cpus, --num-gpus, --memory, --resources, --labels, --object-store-memory,
+  // --node-ip-address, --port, --storage-dir; another is an orb::Error from Init.
+  std::vector<std::string> head_args;
 };
 
 // Ray's name for it.

@@ -16,6 +16,7 @@
 #include "orb/internal/function_registry.h"
 #include "orb/object_ref.h"
 #include "orb/placement_group.h"
+#include "orb/runtime_env.h"
 #include "orb/scheduling.h"
 
 namespace orb {
@@ -118,6 +119,11 @@ class TaskCaller<R (*)(Params...)> {
   // Runs in bundle `bundle_index` of `pg` (-1: any bundle), on that bundle's resources.
   TaskCaller& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
     internal::SetPlacement(&options_, pg, bundle_index);
+    return *this;
+  }
+  // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).
+  TaskCaller& SetRuntimeEnv(const RuntimeEnv& runtime_env) {
+    options_.runtime_env = runtime_env.Serialize();
     return *this;
   }
 

@@ -3,21 +3,15 @@
 
 #include <string>
 
+#include "common/node_flags.h"
+
 namespace orb::cli {
 
 struct StartOptions {
   bool head = false;
   std::string address;
-  int port = 6379;
-  double num_cpus = -1;
-  double num_gpus = -1;
-  double memory = 0;
-  std::string resources;
-  std::string labels;
-  long long object_store_memory = 0;
-  std::string node_ip = "127.0.0.1";
-  std::string storage_dir;
   std::string token;
+  NodeFlags node;
 };
 
 int Start(const StartOptions& options);

@@ -12,18 +12,7 @@ int main(int argc, char** argv) {
   auto* start_cmd = app.add_subcommand("start", "start a head node (--head) or add a node to a cluster (--address)");
   start_cmd->add_flag("--head", start.head, "start the GCS and a raylet: a new cluster");
   start_cmd->add_option("--address", start.address, "GCS address HOST:PORT of the cluster to join");
-  start_cmd->add_option("--port", start.port, "GCS port for --head (0 picks a free one)")->check(CLI::Range(0, 65535));
-  start_cmd->add_option("--num-cpus", start.num_cpus, "CPUs this node offers (default: core count)")
-      ->check(CLI::NonNegativeNumber);
-  start_cmd->add_option("--num-gpus", start.num_gpus, "GPUs this node offers (default: detected)")
-      ->check(CLI::NonNegativeNumber);
-  start_cmd->add_option("--memory", start.memory, "memory this node offers for tasks, bytes")
-      ->check(CLI::NonNegativeNumber);
-  start_cmd->add_option("--resources", start.resources, "custom resources as JSON, e.g. '{\"zone_a\": 4}'");
-  start_cmd->add_option("--labels", start.labels, "node labels as JSON, e.g. '{\"zone\": \"a\"}'");
-  start_cmd->add_option("--object-store-memory", start.object_store_memory, "object store capacity, bytes");
-  start_cmd->add_option("--node-ip-address", start.node_ip, "address other processes use to reach this node");
-  start_cmd->add_option("--storage-dir", start.storage_dir, "GCS RocksDB directory (default: <session>/storage)");
+  orb::AddNodeFlags(start_cmd, &start.node);
   start_cmd->add_option("--token", start.token, "cluster token when joining (default: the local session's)");
   start_cmd->callback([&] { std::exit(orb::cli::Start(start)); });
 

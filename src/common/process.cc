@@ -59,6 +59,7 @@ absl::StatusOr<pid_t> SpawnProcess(const ProcessOptions& options) {
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);
+    if (!options.working_dir.empty() && ::chdir(options.working_dir.c_str()) != 0) _exit(126);
     ::execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

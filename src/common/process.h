@@ -16,6 +16,7 @@ struct ProcessOptions {
   std::vector<std::string> argv;               // argv[0] is the executable path
   std::map<std::string, std::string> env;      // added to (or replacing in) this environment
   std::string output_path;                     // stdout and stderr go here; empty: inherit
+  std::string working_dir;                     // the child's current directory; empty: inherit
   bool die_with_parent = false;                // SIGKILL the child when this process dies
   bool new_process_group = false;              // detach from the terminal's signals
 };

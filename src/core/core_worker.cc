@@ -9,6 +9,7 @@
 
 #include "common/label_selector.h"
 #include "common/resources.h"
+#include "common/runtime_env_spec.h"
 #include "common/session.h"
 #include "core/errors_from_proto.h"
 
@@ -271,6 +272,7 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   spec.set_return_id(return_id.Binary());
   spec.set_max_retries(options.max_retries);
   spec.set_name(options.name);
+  spec.set_runtime_env(EffectiveRuntimeEnv(options.runtime_env));
   *spec.mutable_caller() = self_address_;
   auto* scheduling = spec.mutable_scheduling();
   scheduling->set_strategy(static_cast<rpc::SchedulingOptions::Strategy>(options.strategy));
@@ -310,6 +312,16 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
     out->mutable_ref()->mutable_owner()->set_port(port);
   }
   return spec;
+}
+
+std::string CoreWorker::EffectiveRuntimeEnv(const std::string& requested) const {
+  if (requested.empty()) return options_.runtime_env;
+  auto child = ParseRuntimeEnv(requested);
+  if (!child.ok()) throw RuntimeEnvError(std::string(child.status().message()));
+  std::error_code ec;
+  MakePathsAbsolute(&*child, std::filesystem::current_path(ec).string());
+  auto parent = ParseRuntimeEnv(options_.runtime_env);  // checked when this process started
+  return SerializeRuntimeEnv(MergeRuntimeEnv(parent.ok() ? *parent : RuntimeEnvSpec(), *child));
 }
 
 internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,

@@ -44,6 +44,9 @@ struct CoreWorkerOptions {
   std::string ray_namespace;
   // Driver only: the lifetime of actors that do not choose one.
   bool detached_actors_by_default = false;
+  // The runtime environment tasks and actors submitted here start from (canonical JSON;
+  // see common/runtime_env_spec.h): the job's in a driver, its own in a worker.
+  std::string runtime_env;
   // Worker only: identity given by the raylet.
   JobID job_id;
   WorkerID worker_id;
@@ -110,6 +113,9 @@ class CoreWorker {
   explicit CoreWorker(CoreWorkerOptions options);
   absl::Status Start();
   absl::Status FindLocalRaylet();
+  // The canonical environment of a task that asks for `requested` (RuntimeEnv JSON) on
+  // top of this process's. RuntimeEnvError when it is malformed.
+  std::string EffectiveRuntimeEnv(const std::string& requested) const;
   rpc::TaskSpec BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
                           const internal::TaskOptionsData& options, bool default_cpu);
   // A GCS call for the API, retried while the GCS is unreachable; failure throws

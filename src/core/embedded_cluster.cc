@@ -7,7 +7,10 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/daemon_launcher.h"
+#include "common/node_flags.h"
 #include "common/process.h"
 #include "common/session.h"
 
@@ -30,8 +33,16 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Co
   std::string token_file = *session + "/token";
   if (auto s = WriteStringToFile(token_file, cluster->token_, 0600); !s.ok()) return s;
 
-  auto gcs = StartDaemon({gcs_bin, "--port", "0", "--token-file", token_file, "--log-file",
-                          *session + "/logs/gcs_server.log"},
+  // The program's Config, then head_args on top (extra `orb start --head` flags).
+  NodeFlags flags;
+  flags.port = 0;
+  flags.num_cpus = config.num_cpus;
+  flags.num_gpus = config.num_gpus;
+  flags.object_store_memory = config.object_store_memory;
+  if (!config.resources.empty()) flags.resources = nlohmann::json(config.resources).dump();
+  if (auto s = ParseNodeFlags(config.head_args, &flags); !s.ok()) return s;
+
+  auto gcs = StartDaemon(GcsArgs(flags, gcs_bin, *session, token_file, flags.storage_dir),
                          *session + "/logs/gcs_server.out", /*die_with_parent=*/true, std::chrono::seconds(20));
   if (!gcs.ok()) return gcs.status();
   cluster->gcs_pid_ = gcs->pid;
@@ -39,20 +50,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Co
   WriteStringToFile(*session + "/address", gcs->address).IgnoreError();
   WriteStringToFile(*session + "/gcs.pid", std::to_string(gcs->pid)).IgnoreError();
 
-  std::vector<std::string> raylet_argv = {raylet_bin, "--gcs-address", gcs->address, "--port", "0",
-                                          "--session-dir", *session, "--token-file", token_file,
-                                          "--log-file", *session + "/logs/raylet.log",
-                                          "--infeasible-grace-ms", std::to_string(config.infeasible_grace_ms)};
-  if (config.num_cpus >= 0) raylet_argv.insert(raylet_argv.end(), {"--num-cpus", std::to_string(config.num_cpus)});
-  raylet_argv.insert(raylet_argv.end(), {"--num-gpus", std::to_string(config.num_gpus)});
-  if (config.object_store_memory > 0) {
-    raylet_argv.insert(raylet_argv.end(), {"--object-store-memory", std::to_string(config.object_store_memory)});
-  }
-  if (!config.resources.empty()) {
-    std::string json = "{";
-    for (const auto& [k, v] : config.resources) json += (json.size() > 1 ? "," : "") + ("\"" + k + "\":" + std::to_string(v));
-    raylet_argv.insert(raylet_argv.end(), {"--resources", json + "}"});
-  }
+  std::vector<std::string> raylet_argv = RayletArgs(flags, RayletPlacement{raylet_bin, gcs->address, *session, token_file, ""});
+  raylet_argv.insert(raylet_argv.end(), {"--infeasible-grace-ms", std::to_string(config.infeasible_grace_ms)});
   auto raylet = StartDaemon(raylet_argv, *session + "/logs/raylet.out", /*die_with_parent=*/true,
                             std::chrono::seconds(20));
   if (!raylet.ok()) return raylet.status();

@@ -19,6 +19,8 @@ namespace orb {
       throw ObjectStoreFullError(m);
     case rpc::INFEASIBLE:
       throw InfeasibleError(m);
+    case rpc::RUNTIME_ENV_ERROR:
+      throw RuntimeEnvError(m);
     case rpc::TASK_ERROR:
     case rpc::FUNCTION_NOT_FOUND:
     case rpc::BAD_ARGUMENT:

@@ -9,6 +9,7 @@
 
 #include "common/logging.h"
 #include "common/process.h"
+#include "common/runtime_env_spec.h"
 #include "common/session.h"
 #include "core/core_worker.h"
 #include "core/embedded_cluster.h"
@@ -54,15 +55,29 @@ void ApplyFlags(Config* config, int argc, char** argv) {
       config->ray_namespace = value;
     } else if (name == "--orb-num-cpus") {
       config->num_cpus = std::atof(value.c_str());
+    } else if (name == "--orb-runtime-env") {
+      config->runtime_env = RuntimeEnv::Deserialize(value);
     } else if (name == "--orb-code-search-path") {
       std::stringstream ss(value);
       std::string dir;
       while (std::getline(ss, dir, ':')) config->code_search_path.push_back(dir);
     } else {
       throw Error("unknown flag " + name +
-                  " (known: --orb-address, --orb-token, --orb-namespace, --orb-num-cpus, --orb-code-search-path)");
+                  " (known: --orb-address, --orb-token, --orb-namespace, --orb-num-cpus, --orb-code-search-path, "
+                  "--orb-runtime-env)");
     }
   }
+}
+
+// The job's runtime environment, checked and in canonical form; RuntimeEnvError when
+// it is malformed. Paths are taken from the driver's current directory.
+std::string JobRuntimeEnv(const Config& config) {
+  if (!config.runtime_env || config.runtime_env->Empty()) return "";
+  auto spec = ParseRuntimeEnv(config.runtime_env->Serialize());
+  if (!spec.ok()) throw RuntimeEnvError("Config::runtime_env: " + std::string(spec.status().message()));
+  std::error_code ec;
+  MakePathsAbsolute(&*spec, std::filesystem::current_path(ec).string());
+  return SerializeRuntimeEnv(*spec);
 }
 
 [[noreturn]] void RunWorker() {
@@ -77,6 +92,7 @@ void ApplyFlags(Config* config, int argc, char** argv) {
   if (!Env("ORB_NODE_IP").empty()) options.node_ip = Env("ORB_NODE_IP");
   options.ray_namespace = Env("ORB_NAMESPACE");
   options.detached_actors_by_default = Env("ORB_DEFAULT_ACTOR_LIFETIME") == "detached";
+  options.runtime_env = Env("ORB_RUNTIME_ENV");
   if (auto s = LoadCodeSearchPath(Env("ORB_CODE_SEARCH_PATH")); !s.ok()) {
     std::cerr << "orb worker: " << s.message() << std::endl;
   }
@@ -130,6 +146,7 @@ void Init(const Config& base, int argc, char** argv) {
   if (options.code_search_path.empty()) options.worker_executable = SelfExecutablePath();
   options.ray_namespace = config.ray_namespace;
   options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
+  options.runtime_env = JobRuntimeEnv(config);
   auto worker = CoreWorker::Connect(options);
   if (!worker.ok()) {
     g_cluster.reset();

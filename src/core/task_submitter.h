@@ -69,6 +69,7 @@ class TaskSubmitter {
   struct ShapeQueue {
     std::map<std::string, double> resources;
     rpc::SchedulingOptions scheduling;
+    std::string runtime_env;
     std::deque<rpc::TaskSpec> pending;
     std::unordered_map<LeaseID, Lease> leases;
     int lease_requests = 0;

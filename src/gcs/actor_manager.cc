@@ -124,6 +124,7 @@ void ActorManager::RequestLease(const std::string& actor_id, uint64_t attempt, c
   *request.mutable_resources() = spec.resources();
   request.set_scheduling_class("actor:" + actors_[actor_id].class_name());
   *request.mutable_scheduling() = spec.scheduling();
+  request.set_runtime_env(spec.runtime_env());
   request.set_grant_or_reject(spilled);
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a lease may queue until resources free up
@@ -150,6 +151,10 @@ void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, c
                                                          [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
     }
     return;
+  }
+  if (status.ok() && reply.rejected() && reply.error().type() == rpc::RUNTIME_ENV_ERROR) {
+    // Its environment cannot be set up: retrying will not change that.
+    return MarkDead(*actor, reply.error().message(), rpc::RUNTIME_ENV_ERROR);
   }
   if (!status.ok() || reply.rejected()) return RetryLater(actor_id, attempt);
   if (reply.error().type() == rpc::INFEASIBLE) {

@@ -140,6 +140,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
   PendingLease pending{next_seq_++, JobID::FromBinary(request.job_id()), scheduling->resources,
                        std::move(callback), WorkerID::FromBinary(request.requester_worker_id()), *scheduling};
   pending.spilled_here = request.grant_or_reject();
+  pending.runtime_env = request.runtime_env();
   if (request.grant_or_reject()) {
     // Sent here by another raylet: serve it here, or send it back to be scheduled again.
     if (!LocallyFeasible(pending.scheduling)) return pending.callback(Rejection(rpc::ERROR_NONE, "node changed"));
@@ -233,7 +234,7 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
 }
 
 void LeaseGranter::Dispatch() {
-  std::unordered_map<JobID, int> waiting_for_worker;
+  std::unordered_map<std::string, int> waiting_for_worker;  // by job and environment
   for (auto it = queue_.begin(); it != queue_.end();) {
     PendingLease& pending = *it;
     if (!available_.Contains(pending.resources) || !LocallyFeasible(pending.scheduling)) {
@@ -246,18 +247,24 @@ void LeaseGranter::Dispatch() {
       ++it;
       continue;
     }
-    if (WorkerProcess* worker = pool_->PopIdle(pending.job)) {
+    if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.runtime_env)) {
       Grant(pending, worker);
       it = queue_.erase(it);
       continue;
     }
-    int wanted = ++waiting_for_worker[pending.job];
-    if (pool_->NumStarting(pending.job) < wanted && pool_->NumStartingTotal() < pool_->max_starting()) {
-      if (auto s = pool_->StartWorker(job->second); !s.ok()) {
+    int wanted = ++waiting_for_worker[pending.job.Binary() + pending.runtime_env];
+    if (pool_->NumStarting(pending.job, pending.runtime_env) < wanted &&
+        pool_->NumStartingTotal() < pool_->max_starting()) {
+      if (auto s = pool_->StartWorker(job->second, pending.runtime_env); !s.ok()) {
         rpc::RequestWorkerLeaseReply reply;
         reply.set_rejected(true);
-        reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
-        reply.mutable_error()->set_message("cannot start a worker: " + std::string(s.message()));
+        // A bad environment stays bad; other failures (no executable...) fail the work too.
+        bool bad_env = s.code() == absl::StatusCode::kFailedPrecondition;
+        reply.mutable_error()->set_type(bad_env ? rpc::RUNTIME_ENV_ERROR : rpc::WORKER_CRASHED);
+        reply.mutable_error()->set_message((bad_env ? "cannot set up the runtime environment on node " +
+                                                          options_.node_id.Hex().substr(0, 12) + ": "
+                                                    : std::string("cannot start a worker: ")) +
+                                           std::string(s.message()));
         auto callback = std::move(pending.callback);
         it = queue_.erase(it);
         callback(std::move(reply));

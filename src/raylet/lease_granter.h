@@ -85,6 +85,7 @@ class LeaseGranter {
     WorkerID requester;
     SchedulingRequest scheduling;
     bool spilled_here = false;  // sent by another raylet: stays here
+    std::string runtime_env;    // its worker's environment (canonical JSON)
   };
   struct Lease {
     WorkerID worker;

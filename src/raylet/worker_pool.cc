@@ -5,19 +5,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "common/process.h"
+#include "common/runtime_env_spec.h"
 
 namespace orb {
 
 WorkerPool::WorkerPool(WorkerPoolOptions options, DeathCallback on_death)
     : options_(std::move(options)), on_death_(std::move(on_death)) {}
 
-absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
+absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const std::string& runtime_env) {
   JobID job_id = JobID::FromBinary(job.job_id());
+  auto env = ParseRuntimeEnv(runtime_env);
+  if (!env.ok()) return absl::FailedPreconditionError(env.status().message());
   ProcessOptions process;
+  if (!env->working_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(env->working_dir, ec)) {
+      return absl::FailedPreconditionError("working_dir " + env->working_dir + " is not a directory here");
+    }
+    process.working_dir = env->working_dir;
+  }
   std::string executable = job.worker_executable();
   std::string code_path;
   for (const auto& p : job.code_search_path()) code_path += (code_path.empty() ? "" : ":") + p;
+  std::string env_code_path;  // loaded by whichever executable runs the worker
+  for (const auto& p : env->code_search_path) env_code_path += (env_code_path.empty() ? "" : ":") + p;
   if (!code_path.empty() || executable.empty()) executable = options_.default_worker_path;
   if (executable.empty()) {
     return absl::InvalidArgumentError("job " + job_id.Hex() + " names no worker executable and no code_search_path");
@@ -35,7 +49,13 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
                  {"ORB_TOKEN", options_.token},
                  {"ORB_NAMESPACE", job.namespace_()},
                  {"ORB_DEFAULT_ACTOR_LIFETIME", job.detached_actors_by_default() ? "detached" : "non_detached"},
-                 {"ORB_CODE_SEARCH_PATH", code_path}};
+                 {"ORB_CODE_SEARCH_PATH", code_path + (code_path.empty() || env_code_path.empty() ? "" : ":") +
+                                              env_code_path},
+                 {"ORB_RUNTIME_ENV", runtime_env}};
+  for (const auto& [name, value] : env->env_vars) {
+    if (process.env.count(name)) return absl::FailedPreconditionError("env_vars may not set " + name + " (orb's own)");
+    process.env[name] = value;
+  }
   if (!options_.session_dir.empty()) {
     process.output_path = options_.session_dir + "/logs/worker-" + id.Hex().substr(0, 12) + ".log";
   }
@@ -45,6 +65,7 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job) {
   WorkerProcess& w = workers_[id];
   w.id = id;
   w.job = job_id;
+  w.runtime_env = runtime_env;
   w.pid = *pid;
   spdlog::debug("started worker {} pid {} for job {}", id.Hex(), *pid, job_id.Hex());
   return absl::OkStatus();
@@ -81,10 +102,10 @@ void WorkerPool::Disconnect(const WorkerID& id) {
   }
 }
 
-WorkerProcess* WorkerPool::PopIdle(const JobID& job) {
+WorkerProcess* WorkerPool::PopIdle(const JobID& job, const std::string& runtime_env) {
   WorkerProcess* best = nullptr;
   for (auto& [id, w] : workers_) {
-    if (w.job != job || w.state != WorkerProcess::State::kIdle) continue;
+    if (w.job != job || w.runtime_env != runtime_env || w.state != WorkerProcess::State::kIdle) continue;
     // The most recently idle worker is warmest (its caches, its pages).
     if (!best || w.idle_since > best->idle_since) best = &w;
   }
@@ -160,9 +181,11 @@ void WorkerPool::KillAll() {
   workers_.clear();
 }
 
-int WorkerPool::NumStarting(const JobID& job) const {
+int WorkerPool::NumStarting(const JobID& job, const std::string& runtime_env) const {
   int n = 0;
-  for (const auto& [id, w] : workers_) n += (w.job == job && w.state == WorkerProcess::State::kStarting);
+  for (const auto& [id, w] : workers_) {
+    n += (w.job == job && w.runtime_env == runtime_env && w.state == WorkerProcess::State::kStarting);
+  }
   return n;
 }
 

@@ -40,6 +40,7 @@ struct WorkerProcess {
   enum class State { kStarting, kIdle, kLeased };
   WorkerID id;
   JobID job;
+  std::string runtime_env;  // the environment it was started in; it serves only that
   pid_t pid = 0;
   int port = 0;
   std::string unix_socket;
@@ -56,15 +57,17 @@ class WorkerPool {
   using DeathCallback = std::function<void(const WorkerProcess&)>;
   WorkerPool(WorkerPoolOptions options, DeathCallback on_death);
 
-  // Starts a worker for `job`. InvalidArgument when the job has no way to run workers.
-  absl::Status StartWorker(const rpc::JobInfo& job);
+  // Starts a worker for `job` in `runtime_env` (canonical JSON, see
+  // common/runtime_env_spec.h). InvalidArgument when the job has no way to run workers;
+  // FailedPrecondition, naming the cause, when the environment cannot be set up.
+  absl::Status StartWorker(const rpc::JobInfo& job, const std::string& runtime_env = "");
   // A started worker (or a driver) reports its port. NotFound for an unknown worker ID.
   absl::Status Register(const WorkerID& id, const JobID& job, pid_t pid, int port, const std::string& unix_socket,
                         bool is_driver);
   void Disconnect(const WorkerID& id);
 
-  // An idle worker of `job`, now marked leased; nullopt when there is none.
-  WorkerProcess* PopIdle(const JobID& job);
+  // An idle worker of `job` in `runtime_env`, now marked leased; null when there is none.
+  WorkerProcess* PopIdle(const JobID& job, const std::string& runtime_env = "");
   void PushIdle(const WorkerID& id);
   void Kill(const WorkerID& id);
   // Reaps exited children and forgets dead drivers, calling on_death for each.
@@ -73,7 +76,7 @@ class WorkerPool {
   void StopIdleWorkers();
   void KillAll();
 
-  int NumStarting(const JobID& job) const;
+  int NumStarting(const JobID& job, const std::string& runtime_env = "") const;
   int NumStartingTotal() const;
   int max_starting() const { return options_.max_starting; }
   const WorkerProcess* Find(const WorkerID& id) const;

@@ -52,6 +52,10 @@ class Counter {
   }
   int Leave() { orb::ExitActor(); }
   int Fail() { throw std::logic_error("no value today"); }
+  std::string Env(std::string name) const {
+    const char* v = std::getenv(name.c_str());
+    return v ? v : "";
+  }
   int NotRegistered() { return 0; }
 
  private:
@@ -59,7 +63,7 @@ class Counter {
   bool restarted_at_construction_;
 };
 ORB_REMOTE(Counter::Create, Counter::CreateChecked, &Counter::Add, &Counter::Get, &Counter::Pid, &Counter::Restarted,
-           &Counter::RestartedAtConstruction, &Counter::Fail,
+           &Counter::RestartedAtConstruction, &Counter::Fail, &Counter::Env,
            &Counter::ActorId, &Counter::Crash, &Counter::CrashOnce, &Counter::Stamp, &Counter::Leave);
 
 // A task that calls an actor through a handle it received as an argument.
@@ -237,4 +241,18 @@ TEST_CASE("actor calls take a name and resources as in Ray; ExitActor outside an
   CHECK_THROWS_AS(counter.Task(&Counter::Add).SetResource("CPU", -1).Remote(1), orb::Error);
   CHECK(!orb::WasCurrentActorRestarted());
   CHECK_THROWS_WITH(orb::ExitActor(), Catch::Contains("outside an actor"));
+}
+
+TEST_CASE("an actor runs in its runtime environment; a bad one fails its calls with RuntimeEnvError", "[actors][runtime_env]") {
+  orb::testing::EnsureCluster();
+  orb::RuntimeEnv env;
+  env.Set("env_vars", std::map<std::string, std::string>{{"ORB_ACTOR_KEY", "value2"}});
+  auto counter = orb::Actor(Counter::Create).SetRuntimeEnv(env).Remote(0);
+  CHECK(*counter.Task(&Counter::Env).Remote("ORB_ACTOR_KEY").Get(30000) == "value2");
+  auto plain = orb::Actor(Counter::Create).Remote(0);
+  CHECK(*plain.Task(&Counter::Env).Remote("ORB_ACTOR_KEY").Get(30000) == "");
+  orb::RuntimeEnv nowhere;
+  nowhere.Set("working_dir", std::string("/no/such/dir/anywhere"));
+  auto lost = orb::Actor(Counter::Create).SetRuntimeEnv(nowhere).Remote(0);
+  CHECK_THROWS_WITH(lost.Task(&Counter::Get).Remote().Get(30000), Catch::Contains("/no/such/dir/anywhere"));
 }

@@ -78,6 +78,13 @@ std::string LogSomething(std::string text) {
 }
 ORB_REMOTE(LogSomething);
 
+std::string GetEnvVar(std::string name) {
+  const char* value = std::getenv(name.c_str());
+  return value ? value : "";
+}
+std::string CurrentDir() { return std::filesystem::current_path().string(); }
+ORB_REMOTE(GetEnvVar, CurrentDir);
+
 orb::Config TestConfig() {
   orb::Config config;
   config.num_cpus = 2;
@@ -326,4 +333,48 @@ TEST_CASE("ORBLOG in a task writes to the worker's log, naming the task", "[api]
   CHECK_THAT(found, Catch::Contains("[info]") && Catch::Contains("task " + task) &&
                         Catch::Contains("tasks_test.cc:"));
   ORBLOG(INFO) << "the driver may log too";
+}
+
+TEST_CASE("a task's runtime environment: env vars and working directory, checked at Remote()", "[api][runtime_env]") {
+  orb::testing::EnsureCluster(TestConfig());
+  CHECK(*orb::Task(GetEnvVar).Remote("ORB_TEST_KEY").Get() == "");
+  orb::RuntimeEnv env;
+  env.Set("env_vars", std::map<std::string, std::string>{{"ORB_TEST_KEY", "value1"}});
+  CHECK(*orb::Task(GetEnvVar).SetRuntimeEnv(env).Remote("ORB_TEST_KEY").Get(30000) == "value1");
+  // Workers are shared only within one environment.
+  CHECK(*orb::Task(GetEnvVar).Remote("ORB_TEST_KEY").Get() == "");
+  auto dir = std::filesystem::temp_directory_path() / ("orb-workdir-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  orb::RuntimeEnv in_dir;
+  in_dir.Set("working_dir", dir.string());
+  CHECK(*orb::Task(CurrentDir).SetRuntimeEnv(in_dir).Remote().Get(30000) == dir.string());
+  std::filesystem::remove_all(dir);
+  // Bad input: a field orb does not run, a malformed value, a directory that is not there.
+  orb::RuntimeEnv pip;
+  pip.SetJsonStr("pip", R"({"packages":["requests"]})");
+  CHECK_THROWS_AS(orb::Task(CurrentDir).SetRuntimeEnv(pip).Remote(), orb::RuntimeEnvError);
+  orb::RuntimeEnv bad_vars;
+  bad_vars.Set("env_vars", std::vector<int>{1, 2});
+  CHECK_THROWS_WITH(orb::Task(CurrentDir).SetRuntimeEnv(bad_vars).Remote(), Catch::Contains("env_vars"));
+  orb::RuntimeEnv missing;
+  missing.Set("working_dir", std::string("/no/such/dir/anywhere"));
+  CHECK_THROWS_AS(orb::Task(CurrentDir).SetRuntimeEnv(missing).Remote().Get(30000), orb::RuntimeEnvError);
+  CHECK(*orb::Task(Plus).Remote(1, 2).Get() == 3);  // the node keeps serving
+}
+
+TEST_CASE("RuntimeEnv keeps fields as JSON, as Ray's does", "[api][runtime_env]") {
+  orb::RuntimeEnv env;
+  CHECK(env.Empty());
+  env.Set("working_dir", std::string("/tmp"));
+  CHECK(env.Get<std::string>("working_dir") == "/tmp");
+  CHECK_THROWS_AS(env.Get<int>("working_dir"), orb::RuntimeEnvError);
+  CHECK_THROWS_AS(env.Get<std::string>("env_vars"), orb::RuntimeEnvError);
+  env.SetJsonStr("pip", R"({"packages":["requests","tensorflow"],"pip_check":false})");
+  CHECK(env.GetJsonStr("pip") == R"({"packages":["requests","tensorflow"],"pip_check":false})");
+  CHECK_THROWS_AS(env.SetJsonStr("pip", "{123"), orb::RuntimeEnvError);
+  auto copy = orb::RuntimeEnv::Deserialize(env.Serialize());
+  CHECK(copy.Contains("pip"));
+  CHECK(copy.Remove("pip"));
+  CHECK_FALSE(copy.Remove("pip"));
+  CHECK_THROWS_AS(orb::RuntimeEnv::Deserialize("[1, 2"), orb::RuntimeEnvError);
 }

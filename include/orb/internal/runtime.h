@@ -50,6 +50,7 @@ struct TaskOptionsData {
   std::string soft_label_selector;  // preferred
   std::string placement_group_id;   // hex; empty: not in a group
   int bundle_index = -1;            // -1: any bundle of the group
+  std::string runtime_env;          // RuntimeEnv::Serialize(); empty: the job's (or parent's)
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so

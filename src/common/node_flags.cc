@@ -1,0 +1,60 @@
+#include "common/node_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace orb {
+
+void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
+  app->add_option("--num-cpus", flags->num_cpus, "CPUs this node offers (default: core count)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--num-gpus", flags->num_gpus, "GPUs this node offers (default: detected)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--memory", flags->memory,
+                  "memory this node offers for tasks, bytes (default: available memory less the object store)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--resources", flags->resources, "custom resources as JSON, e.g. '{\"zone_a\": 4}'");
+  app->add_option("--labels", flags->labels, "node labels as JSON, e.g. '{\"zone\": \"a\"}'");
+  app->add_option("--object-store-memory", flags->object_store_memory,
+                  "object store capacity, bytes (default: 30% of available memory, within /dev/shm)");
+  app->add_option("--node-ip-address", flags->node_ip, "address other processes use to reach this node");
+  app->add_option("--port", flags->port, "GCS port for a head (0 picks a free one)")->check(CLI::Range(0, 65535));
+  app->add_option("--storage-dir", flags->storage_dir, "GCS RocksDB directory (default: <session>/storage)");
+}
+
+absl::Status ParseNodeFlags(const std::vector<std::string>& args, NodeFlags* flags) {
+  CLI::App app{"head_args"};
+  AddNodeFlags(&app, flags);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(std::string("head_args: ") + e.what());
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& where) {
+  std::string log = where.session_dir + "/logs/raylet" + (where.log_tag.empty() ? "" : "-" + where.log_tag) + ".log";
+  std::vector<std::string> argv = {where.raylet_bin, "--gcs-address", where.gcs_address, "--port", "0",
+                                   "--session-dir", where.session_dir, "--token-file", where.token_file,
+                                   "--node-ip-address", o.node_ip, "--log-file", log};
+  if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
+  if (o.num_cpus >= 0) argv.insert(argv.end(), {"--num-cpus", std::to_string(o.num_cpus)});
+  if (o.num_gpus >= 0) argv.insert(argv.end(), {"--num-gpus", std::to_string(o.num_gpus)});
+  if (o.memory >= 0) argv.insert(argv.end(), {"--memory", std::to_string(o.memory)});
+  if (!o.resources.empty()) argv.insert(argv.end(), {"--resources", o.resources});
+  if (!o.labels.empty()) argv.insert(argv.end(), {"--labels", o.labels});
+  if (o.object_store_memory > 0) argv.insert(argv.end(), {"--object-store-memory", std::to_string(o.object_store_memory)});
+  return argv;
+}
+
+std::vector<std::string> GcsArgs(const NodeFlags& o, const std::string& gcs_bin, const std::string& session_dir,
+                                 const std::string& token_file, const std::string& storage_dir) {
+  std::vector<std::string> argv = {gcs_bin, "--port", std::to_string(o.port), "--token-file", token_file,
+                                   "--log-file", session_dir + "/logs/gcs_server.log"};
+  if (!storage_dir.empty()) argv.insert(argv.end(), {"--storage-dir", storage_dir});
+  if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0", "--node-ip-address", o.node_ip});
+  return argv;
+}
+
+}  // namespace orb

@@ -1,0 +1,53 @@
+// The flags that describe a node and its head, shared by `orb start` and by the
+// embedded cluster a program starts for itself (Config::head_args, as Ray's RayConfig
+// head_args are extra `ray start --head` flags): one definition, one translation into
+// the gcs_server and raylet command lines.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace orb {
+
+struct NodeFlags {
+  // --- the node (every raylet) ---
+  double num_cpus = -1;  // < 0: the core count
+  double num_gpus = -1;  // < 0: detected
+  double memory = -1;    // < 0: the available memory less the object store
+  std::string resources;  // JSON object of custom resources
+  std::string labels;     // JSON object of strings
+  long long object_store_memory = 0;  // 0: 30% of the available memory
+  std::string node_ip = "127.0.0.1";
+  // --- the head (GCS) ---
+  int port = 6379;          // 0 picks a free one
+  std::string storage_dir;  // empty: <session>/storage
+};
+
+// Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
+// --object-store-memory, --node-ip-address, --port and --storage-dir on `app`.
+void AddNodeFlags(CLI::App* app, NodeFlags* flags);
+
+// Applies `args` (e.g. {"--num-cpus", "2", "--resources", "{\"a\": 1}"}) to `flags`.
+// InvalidArgument naming the flag for an unknown flag or a bad value.
+absl::Status ParseNodeFlags(const std::vector<std::string>& args, NodeFlags* flags);
+
+// Where a raylet writes and whom it joins.
+struct RayletPlacement {
+  std::string raylet_bin;
+  std::string gcs_address;
+  std::string session_dir;
+  std::string token_file;
+  std::string log_tag;  // its logs are logs/raylet-<tag>.log (.out); empty: raylet.log
+};
+std::vector<std::string> RayletArgs(const NodeFlags& flags, const RayletPlacement& where);
+// The gcs_server command line of a head; `storage_dir` empty keeps tables in memory.
+std::vector<std::string> GcsArgs(const NodeFlags& flags, const std::string& gcs_bin, const std::string& session_dir,
+                                 const std::string& token_file, const std::string& storage_dir);
+
+}  // namespace orb
