@@ -29,8 +29,19 @@ absl::StatusOr<std::string> CreateSessionDir() {
   std::time_t now = std::time(nullptr);
   char stamp[64];
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
-  std::string dir = TempRoot() + "/session_" + stamp + "_" + std::to_string(getpid());
+  std::string base = TempRoot() + "/session_" + stamp + "_" + std::to_string(getpid());
   std::error_code ec;
+  fs::create_directories(TempRoot(), ec);
+  // A program that starts orb twice within a second gets a second directory: daemons'
+  // output files (read for their "listening on" lines) must not be the first one's.
+  std::string dir = base;
+  for (int n = 2; !fs::create_directory(dir, ec); ++n) {
+    if (ec || n > 1000) {
+      return absl::PermissionDeniedError("cannot create session directory " + dir + ": " +
+                                         (ec ? ec.message() : std::string("too many with this name")));
+    }
+    dir = base + "-" + std::to_string(n);
+  }
   fs::create_directories(dir + "/logs", ec);
   if (ec) return absl::PermissionDeniedError("cannot create session directory " + dir + ": " + ec.message());
   fs::permissions(TempRoot(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |

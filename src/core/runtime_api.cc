@@ -125,13 +125,22 @@ void Init(const Config& base, int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   if (const char* level = std::getenv("ORB_LOG_LEVEL")) spdlog::set_level(spdlog::level::from_str(level));
 
+  // Everything the job's options need is checked before a cluster is started.
   CoreWorkerOptions options;
+  for (const auto& p : config.code_search_path) {
+    options.code_search_path.push_back(std::filesystem::absolute(p).string());
+  }
+  if (options.code_search_path.empty()) options.worker_executable = SelfExecutablePath();
+  options.ray_namespace = config.ray_namespace;
+  options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
+  options.runtime_env = JobRuntimeEnv(config);
+  std::unique_ptr<EmbeddedCluster> started;
   if (config.address.empty()) {
     auto cluster = EmbeddedCluster::Start(config);
     if (!cluster.ok()) throw Error("cannot start the embedded cluster: " + std::string(cluster.status().message()));
-    g_cluster = std::move(*cluster);
-    options.gcs_address = g_cluster->gcs_address();
-    options.token = g_cluster->token();
+    started = std::move(*cluster);
+    options.gcs_address = started->gcs_address();
+    options.token = started->token();
   } else {
     std::string host;
     int port;
@@ -140,22 +149,15 @@ void Init(const Config& base, int argc, char** argv) {
     options.token = config.token.empty() ? FindTokenForAddress(config.address) : config.token;
     options.node_ip = NodeIpFor(config.address);
   }
-  for (const auto& p : config.code_search_path) {
-    options.code_search_path.push_back(std::filesystem::absolute(p).string());
-  }
-  if (options.code_search_path.empty()) options.worker_executable = SelfExecutablePath();
-  options.ray_namespace = config.ray_namespace;
-  options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
-  options.runtime_env = JobRuntimeEnv(config);
   auto worker = CoreWorker::Connect(options);
   if (!worker.ok()) {
-    g_cluster.reset();
     auto code = worker.status().code();
     std::string why(worker.status().message());
     if (code == absl::StatusCode::kUnauthenticated) why += " (pass the cluster token: --orb-token or ORB_TOKEN)";
     throw Error("orb::Init failed: " + why);
   }
   g_worker = std::move(*worker);
+  g_cluster = std::move(started);
 }
 
 void Shutdown() {
