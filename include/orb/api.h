@@ -67,6 +67,7 @@ std::vector<RefData> DataOf(const std::vector<ObjectRef<T>>& refs) {
 template <class T>
 std::vector<std::shared_ptr<T>> Get(const std::vector<ObjectRef<T>>& refs, int64_t timeout_ms = -1) {
   auto buffers = internal::Get(internal::DataOf(refs), timeout_ms);
+  internal::BorrowScope scope;  // ObjectRefs inside the values are registered before they go
   std::vector<std::shared_ptr<T>> values;
   values.reserve(buffers.size());
   for (const auto& b : buffers) values.push_back(std::make_shared<T>(internal::Deserialize<T>(b->data(), b->size(), "object")));
@@ -82,6 +83,7 @@ inline void Get(const std::vector<ObjectRef<void>>& refs, int64_t timeout_ms = -
 template <class T>
 ObjectRef<T> Put(const T& value) {
   size_t size = internal::SerializedSize(value);
+  internal::ClearSerializedRefs();  // the counting pass's; PutWith takes the real pass's
   auto write = [&value](char* destination) {
     internal::RawWriter writer{destination};
     msgpack::pack(writer, value);

@@ -86,6 +86,7 @@ class ObjectRef : public internal::ObjectRefBase {
   // Same as orb::Get(*this, timeout_ms): blocks; throws on failure.
   std::shared_ptr<T> Get(int64_t timeout_ms = -1) const {
     auto buffers = internal::Get({data()}, timeout_ms);
+    internal::BorrowScope scope;  // ObjectRefs inside the value are registered before it goes
     return std::make_shared<T>(internal::Deserialize<T>(buffers[0]->data(), buffers[0]->size(), "object"));
   }
 };
@@ -100,6 +101,54 @@ class ObjectRef<void> : public internal::ObjectRefBase {
 
   void Get(int64_t timeout_ms = -1) const { internal::Get({data()}, timeout_ms); }
 };
+
+}  // namespace orb
+
+// An ObjectRef inside a value (a task argument, a Put, a task's result, an actor's
+// state) travels as [object ID, owner address]. The process that reads it becomes a
+// borrower; the owner keeps the object while any borrower holds it.
+namespace msgpack {
+MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
+namespace adaptor {
+
+template <class T>
+struct pack<orb::ObjectRef<T>> {
+  template <class Stream>
+  msgpack::packer<Stream>& operator()(msgpack::packer<Stream>& out, const orb::ObjectRef<T>& ref) const {
+    const orb::internal::RefData& data = ref.data();
+    if (!data.id.empty()) orb::internal::OnRefSerialized(data);
+    out.pack_array(2);
+    out.pack_bin(static_cast<uint32_t>(data.id.size()));
+    out.pack_bin_body(data.id.data(), static_cast<uint32_t>(data.id.size()));
+    out.pack(data.owner);
+    return out;
+  }
+};
+
+template <class T>
+struct convert<orb::ObjectRef<T>> {
+  const msgpack::object& operator()(const msgpack::object& in, orb::ObjectRef<T>& ref) const {
+    if (in.type != msgpack::type::ARRAY || in.via.array.size != 2 || in.via.array.ptr[0].type != msgpack::type::BIN) {
+      throw msgpack::type_error();
+    }
+    orb::internal::RefData data;
+    data.id.assign(in.via.array.ptr[0].via.bin.ptr, in.via.array.ptr[0].via.bin.size);
+    data.owner = in.via.array.ptr[1].as<std::string>();
+    if (data.id.empty()) {
+      ref = orb::ObjectRef<T>();
+      return in;
+    }
+    orb::internal::OnRefDeserialized(data);
+    ref = orb::ObjectRef<T>(std::move(data), orb::internal::AdoptRef{});
+    return in;
+  }
+};
+
+}  // namespace adaptor
+}  // MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS)
+}  // namespace msgpack
+
+namespace orb {
 
 template <class T>
 struct WaitResult {

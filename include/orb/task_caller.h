@@ -38,10 +38,18 @@ struct IsObjectRef : std::false_type {};
 template <class T>
 struct IsObjectRef<ObjectRef<T>> : std::true_type {};
 
+// An ObjectRef argument for a parameter of its value type is resolved to the value
+// before the call (by reference); for a parameter that is itself an ObjectRef, the
+// callee gets the reference (and borrows it).
+template <class Param, class Arg>
+constexpr bool PassedByReference() {
+  return IsObjectRef<std::decay_t<Arg>>::value && !IsObjectRef<std::decay_t<Param>>::value;
+}
+
 template <class Param, class Arg>
 constexpr bool ArgumentFits() {
   using A = std::decay_t<Arg>;
-  if constexpr (IsObjectRef<A>::value) {
+  if constexpr (PassedByReference<Param, Arg>()) {
     return std::is_convertible_v<typename A::ValueType, std::decay_t<Param>>;
   } else {
     return std::is_convertible_v<Arg, std::decay_t<Param>>;
@@ -51,11 +59,13 @@ constexpr bool ArgumentFits() {
 template <class Param, class Arg>
 ArgData MakeArg(Arg&& arg) {
   ArgData data;
-  if constexpr (IsObjectRef<std::decay_t<Arg>>::value) {
+  if constexpr (PassedByReference<Param, Arg>()) {
     data.is_ref = true;
     data.ref = arg.data();
   } else {
+    ClearSerializedRefs();
     data.value = Serialize(static_cast<std::decay_t<Param>>(std::forward<Arg>(arg)));
+    data.contained_refs = TakeSerializedRefs();
   }
   return data;
 }

@@ -198,6 +198,7 @@ void ActorSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value)
   for (const auto& arg : spec.args()) {
     if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }
+  for (const auto& ref : spec.inlined_refs()) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.object_id()));
   objects_->SetReady(ObjectID::FromBinary(spec.return_id()), std::move(value));
 }
 

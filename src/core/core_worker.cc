@@ -23,6 +23,7 @@ class CoreWorkerGrpcService : public rpc::CoreWorkerService::CallbackService {
   CoreWorkerGrpcService(CoreWorker* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
   ORB_SERVICE_METHOD(PushTasks)
   ORB_SERVICE_METHOD(GetObjectStatus)
+  ORB_SERVICE_METHOD(UpdateBorrowers)
   ORB_SERVICE_METHOD(Exit)
 
  private:
@@ -108,9 +109,13 @@ absl::Status CoreWorker::Start() {
   raylet_ = std::make_unique<RpcClient<rpc::RayletService>>(options_.raylet_address, options_.token);
   worker_clients_ = std::make_unique<WorkerClientPool>(options_.token);
   raylet_clients_ = std::make_unique<RayletClientPool>(options_.token);
-  objects_ = std::make_unique<ObjectTable>([this](const ObjectID& id) {
-    if (store_) store_->Delete(id);
-  });
+  objects_ = std::make_unique<ObjectTable>(
+      [this](const ObjectID& id) {
+        if (store_) store_->Delete(id);
+      },
+      [this](const std::string& owner, const ObjectID& id, int holds) {
+        UpdateBorrowersAt(owner, OwnerString(), {id}, -holds, /*wait=*/false);
+      });
 
   // Serve before registering, so the raylet can hand out our address at once.
   TaskReceiver::Hooks hooks;
@@ -120,8 +125,16 @@ absl::Status CoreWorker::Start() {
     internal::RefData data{ref.object_id(), ref.owner().ip() + ":" + std::to_string(ref.owner().port())};
     return GetOne(data, forever);
   };
-  hooks.store_result = [this](const rpc::TaskSpec& spec, std::string bytes) {
-    return StoreValue(ObjectID::FromBinary(spec.return_id()), std::move(bytes), spec.caller());
+  hooks.store_result = [this](const rpc::TaskSpec& spec, std::string bytes, const std::vector<internal::RefData>& refs) {
+    rpc::ObjectValue value;
+    try {
+      value = StoreValue(ObjectID::FromBinary(spec.return_id()), std::move(bytes), spec.caller());
+    } catch (...) {
+      for (const auto& ref : refs) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.id));
+      throw;
+    }
+    HandOverRefs(refs, spec.caller(), &value);
+    return value;
   };
   hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
   hooks.on_actor_created = [this](const std::string& actor_id, bool restarted) {
@@ -234,18 +247,29 @@ internal::RefData CoreWorker::Put(std::string bytes) {
 
 internal::RefData CoreWorker::PutWith(size_t size, const std::function<void(char*)>& write) {
   if (size <= options_.max_inline_bytes) {
+    internal::ClearSerializedRefs();
     std::string bytes(size, '\0');
     write(bytes.data());
-    return Put(std::move(bytes));
+    std::vector<ObjectID> contained;  // ObjectRefs in the value: held while it lives
+    for (const auto& ref : internal::TakeSerializedRefs()) contained.push_back(ObjectID::FromBinary(ref.id));
+    ObjectID id = NextPutId();
+    objects_->AddReady(id, StoreValue(id, std::move(bytes), self_address_), contained);
+    return internal::RefData{id.Binary(), OwnerString()};
   }
   ObjectID id = NextPutId();
+  internal::ClearSerializedRefs();
   absl::Status s = store_->PutWith(id, size, self_address_, write);
-  if (s.code() == absl::StatusCode::kResourceExhausted) throw ObjectStoreFullError(std::string(s.message()));
-  if (!s.ok()) throw Error("cannot store object " + id.Hex() + ": " + std::string(s.message()));
+  std::vector<ObjectID> contained;  // ObjectRefs in the value: held while it lives
+  for (const auto& ref : internal::TakeSerializedRefs()) contained.push_back(ObjectID::FromBinary(ref.id));
+  if (!s.ok()) {
+    for (const auto& c : contained) objects_->RemoveLocalRef(c);
+    if (s.code() == absl::StatusCode::kResourceExhausted) throw ObjectStoreFullError(std::string(s.message()));
+    throw Error("cannot store object " + id.Hex() + ": " + std::string(s.message()));
+  }
   rpc::ObjectValue value;
   value.set_size(static_cast<int64_t>(size));
   value.set_in_store_node_id(node_id_.Binary());
-  objects_->AddReady(id, std::move(value));
+  objects_->AddReady(id, std::move(value), contained);
   return internal::RefData{id.Binary(), OwnerString()};
 }
 
@@ -299,6 +323,15 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
     scheduling->set_bundle_index(options.bundle_index);
   }
   for (auto& arg : args) {
+    for (const auto& ref : arg.contained_refs) {
+      std::string host;
+      int port = 0;
+      ParseAddress(ref.owner, &host, &port).IgnoreError();
+      auto* inlined = spec.add_inlined_refs();
+      inlined->set_object_id(ref.id);
+      inlined->mutable_owner()->set_ip(host);
+      inlined->mutable_owner()->set_port(port);
+    }
     auto* out = spec.add_args();
     if (!arg.is_ref) {
       out->set_value(std::move(arg.value));
@@ -468,6 +501,101 @@ std::vector<bool> CoreWorker::Wait(const std::vector<internal::RefData>& refs, i
 }
 
 void CoreWorker::AddLocalReference(const std::string& id) { objects_->AddLocalRef(ObjectID::FromBinary(id)); }
+
+void CoreWorker::Borrow(const internal::RefData& ref) { objects_->Borrow(ObjectID::FromBinary(ref.id), ref.owner); }
+
+void CoreWorker::RegisterBorrows() {
+  for (const auto& [owner, ids] : objects_->TakeRegistrations()) {
+    std::vector<ObjectID> unknown = UpdateBorrowersAt(owner, OwnerString(), ids, 1, /*wait=*/true);
+    std::vector<ObjectID> registered;
+    for (const auto& id : ids) {
+      if (std::find(unknown.begin(), unknown.end(), id) == unknown.end()) registered.push_back(id);
+    }
+    objects_->FinishRegistration(registered, true);
+    objects_->FinishRegistration(unknown, false);  // its owner no longer has it: Get says lost
+  }
+}
+
+void CoreWorker::HandOverRefs(const std::vector<internal::RefData>& refs, const rpc::Address& caller,
+                              rpc::ObjectValue* value) {
+  if (refs.empty()) return;
+  std::string to = caller.ip() + ":" + std::to_string(caller.port());
+  std::map<std::string, std::vector<ObjectID>> by_owner;
+  for (const auto& ref : refs) {
+    by_owner[ref.owner].push_back(ObjectID::FromBinary(ref.id));
+    auto* listed = value->add_contained_refs();
+    std::string host;
+    int port = 0;
+    ParseAddress(ref.owner, &host, &port).IgnoreError();
+    listed->set_object_id(ref.id);
+    listed->mutable_owner()->set_ip(host);
+    listed->mutable_owner()->set_port(port);
+  }
+  // Registered before the reply goes, while this process still holds them.
+  for (const auto& [owner, ids] : by_owner) UpdateBorrowersAt(owner, to, ids, 1, /*wait=*/true);
+  for (const auto& ref : refs) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.id));
+}
+
+std::vector<ObjectID> CoreWorker::UpdateBorrowersAt(const std::string& owner, const std::string& borrower,
+                                                    const std::vector<ObjectID>& ids, int delta, bool wait) {
+  if (owner == OwnerString()) return UpdateOwnBorrowers(borrower, ids, delta);
+  std::vector<ObjectID> unknown;
+  rpc::UpdateBorrowersRequest request;
+  request.set_borrower(borrower);
+  for (const auto& id : ids) {
+    auto* d = request.add_deltas();
+    d->set_object_id(id.Binary());
+    d->set_delta(delta);
+  }
+  CallOptions call;
+  call.timeout = std::chrono::milliseconds(10000);
+  call.max_attempts = 3;
+  auto* client = worker_clients_->Get(owner);
+  if (!wait) {
+    client->Call<rpc::UpdateBorrowersReply>(ORB_RPC(UpdateBorrowers), request,
+                                            [](const absl::Status&, rpc::UpdateBorrowersReply&&) {}, call);
+    return unknown;
+  }
+  auto reply = client->CallSync<rpc::UpdateBorrowersReply>(ORB_RPC(UpdateBorrowers), request, call);
+  if (!reply.ok()) return ids;  // the owner is unreachable: nothing is held there
+  for (const auto& id : reply->unknown_ids()) unknown.push_back(ObjectID::FromBinary(id));
+  return unknown;
+}
+
+std::vector<ObjectID> CoreWorker::UpdateOwnBorrowers(const std::string& borrower, const std::vector<ObjectID>& ids,
+                                                     int delta) {
+  std::vector<ObjectID> unknown;
+  for (const auto& id : ids) {
+    if (borrower != OwnerString()) {
+      if (!objects_->UpdateBorrower(id, borrower, delta)) unknown.push_back(id);
+      continue;
+    }
+    // This process borrowing its own object (a result's ref handed back to the
+    // process that owns it): plain local references.
+    if (!objects_->IsOwned(id)) {
+      unknown.push_back(id);
+      continue;
+    }
+    for (int i = 0; i < std::abs(delta); ++i) {
+      if (delta > 0) {
+        objects_->AddLocalRef(id);
+      } else {
+        objects_->RemoveLocalRef(id);
+      }
+    }
+  }
+  return unknown;
+}
+
+void CoreWorker::HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply,
+                                       SendReply send) {
+  for (const auto& d : req.deltas()) {
+    for (const auto& id : UpdateOwnBorrowers(req.borrower(), {ObjectID::FromBinary(d.object_id())}, d.delta())) {
+      reply->add_unknown_ids(id.Binary());
+    }
+  }
+  send(grpc::Status::OK);
+}
 void CoreWorker::RemoveLocalReference(const std::string& id) { objects_->RemoveLocalRef(ObjectID::FromBinary(id)); }
 
 std::vector<NodeInfo> CoreWorker::Nodes() {

@@ -70,6 +70,12 @@ class CoreWorker {
   void RemoveLocalReference(const std::string& id);
   std::vector<NodeInfo> Nodes();
 
+  // The borrower protocol (object_table.h). A ref read out of a value: one more hold,
+  // a borrow when another process owns it.
+  void Borrow(const internal::RefData& ref);
+  // Registers the queued borrows with their owners, one call per owner, and waits.
+  void RegisterBorrows();
+
   // Actors (core_worker_actors.cc). IDs are binary.
   std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                           const internal::ActorOptionsData& options);
@@ -108,6 +114,7 @@ class CoreWorker {
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,
                              SendReply send);
   void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
+  void HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply, SendReply send);
 
  private:
   explicit CoreWorker(CoreWorkerOptions options);
@@ -139,6 +146,15 @@ class CoreWorker {
   ObjectValuePtr AskOwner(const ObjectID& id, const std::string& owner,
                           std::chrono::steady_clock::time_point deadline);
   rpc::ObjectValue StoreValue(const ObjectID& id, std::string bytes, const rpc::Address& owner);
+  // A task's result holds `refs` (each held once here): registers `caller` as their
+  // borrower with each owner, lists them in `value`, then drops this process's holds.
+  void HandOverRefs(const std::vector<internal::RefData>& refs, const rpc::Address& caller, rpc::ObjectValue* value);
+  // Tells `owner` that `borrower` holds `delta` more references to each of `ids`;
+  // waits when `wait`. The IDs the owner does not have.
+  std::vector<ObjectID> UpdateBorrowersAt(const std::string& owner, const std::string& borrower,
+                                          const std::vector<ObjectID>& ids, int delta, bool wait);
+  // UpdateBorrowersAt for objects this process owns.
+  std::vector<ObjectID> UpdateOwnBorrowers(const std::string& borrower, const std::vector<ObjectID>& ids, int delta);
   void SetBlocked(bool blocked);
   std::string OwnerString() const;
 

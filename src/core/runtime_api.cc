@@ -235,6 +235,45 @@ void AddLocalReference(const std::string& id) {
   if (g_worker) g_worker->AddLocalReference(id);
 }
 
+namespace {
+// ObjectRefs serialized on this thread since the last Take or Clear, each held once.
+thread_local std::vector<RefData> serialized_refs;
+// Open BorrowScopes on this thread.
+thread_local int borrow_scopes = 0;
+}  // namespace
+
+void OnRefSerialized(const RefData& ref) {
+  AddLocalReference(ref.id);
+  serialized_refs.push_back(ref);
+}
+
+std::vector<RefData> TakeSerializedRefs() {
+  std::vector<RefData> taken;
+  taken.swap(serialized_refs);
+  return taken;
+}
+
+void ClearSerializedRefs() {
+  for (const auto& ref : TakeSerializedRefs()) RemoveLocalReference(ref.id);
+}
+
+void OnRefDeserialized(const RefData& ref) {
+  if (!g_worker) return;
+  g_worker->Borrow(ref);
+  if (borrow_scopes == 0) g_worker->RegisterBorrows();
+}
+
+BorrowScope::BorrowScope() { ++borrow_scopes; }
+
+BorrowScope::~BorrowScope() {
+  if (--borrow_scopes > 0 || !g_worker) return;
+  try {
+    g_worker->RegisterBorrows();
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot register borrowed object references: {}", e.what());
+  }
+}
+
 void RemoveLocalReference(const std::string& id) {
   if (g_worker) g_worker->RemoveLocalReference(id);
 }

@@ -136,6 +136,7 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
   result.set_task_id(spec.task_id());
   result.set_return_id(spec.return_id());
   auto fail = [&](rpc::ErrorType type, const std::string& message) {
+    internal::ClearSerializedRefs();  // a failed task returns no refs
     result.mutable_value()->mutable_error()->set_type(type);
     result.mutable_value()->mutable_error()->set_message(message);
     return result;
@@ -209,8 +210,9 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
     return fail(rpc::TASK_ERROR, spec.function_name() + ": threw a non-standard exception");
   }
   hooks_.set_current_task("");
+  std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
   try {
-    *result.mutable_value() = hooks_.store_result(spec, std::move(output));
+    *result.mutable_value() = hooks_.store_result(spec, std::move(output), returned_refs);
   } catch (const std::exception& e) {
     return fail(rpc::OBJECT_STORE_FULL, spec.function_name() + ": cannot store the result: " + e.what());
   }

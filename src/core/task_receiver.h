@@ -45,7 +45,9 @@ class TaskReceiver {
     std::function<std::shared_ptr<internal::ValueBuffer>(const rpc::ObjectRefProto&, const rpc::ObjectValue* known)>
         resolve_arg;
     // Stores a result: inline when small, else in the object store on the caller's behalf.
-    std::function<rpc::ObjectValue(const rpc::TaskSpec&, std::string)> store_result;
+    // `refs`: ObjectRefs serialized in it, each held once, handed over to the caller.
+    std::function<rpc::ObjectValue(const rpc::TaskSpec&, std::string, const std::vector<internal::RefData>& refs)>
+        store_result;
     // Marks which task the current thread runs (empty when done).
     std::function<void(const std::string& task_id)> set_current_task;
     // This worker now hosts the actor (binary ID); `restarted`: its constructor ran before.

@@ -75,9 +75,11 @@ void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
       if (value->has_error()) {
         return Fail(*shared, value->error().type(), value->error().message());
       }
+      ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
+      // A value that holds ObjectRefs stays a reference: the object keeps them alive
+      // until the worker has borrowed them.
       if (value->kind_case() == rpc::ObjectValue::kInlineValue &&
-          value->inline_value().size() <= options_.max_inline_arg_bytes) {
-        ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
+          value->inline_value().size() <= options_.max_inline_arg_bytes && !objects_->HoldsRefs(id)) {
         arg.set_value(value->inline_value());
         objects_->RemoveTaskRef(id);
       }
@@ -348,6 +350,7 @@ void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) 
   for (const auto& arg : spec.args()) {
     if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }
+  for (const auto& ref : spec.inlined_refs()) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.object_id()));
   objects_->SetReady(ObjectID::FromBinary(spec.return_id()), std::move(value));
 }
 

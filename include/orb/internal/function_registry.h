@@ -78,7 +78,11 @@ R CallWithBuffers(F&& f, const std::vector<std::shared_ptr<ValueBuffer>>& args, 
                         std::to_string(args.size()));
   }
   // Arguments are deserialized in order before the call (braced init sequences them).
-  std::tuple<std::decay_t<Args>...> values{DeserializeArgument<std::decay_t<Args>>(args[I], I, name)...};
+  // ObjectRefs inside them are registered with their owners before the call runs.
+  std::tuple<std::decay_t<Args>...> values = [&] {
+    BorrowScope scope;
+    return std::tuple<std::decay_t<Args>...>{DeserializeArgument<std::decay_t<Args>>(args[I], I, name)...};
+  }();
   return f(std::get<I>(values)...);
 }
 
@@ -90,7 +94,11 @@ std::string InvokeWithBuffers(F&& f, const std::vector<std::shared_ptr<ValueBuff
     CallWithBuffers<R, Args...>(std::forward<F>(f), args, name, seq);
     return Serialize(msgpack::type::nil_t());
   } else {
-    return Serialize(CallWithBuffers<R, Args...>(std::forward<F>(f), args, name, seq));
+    R result = CallWithBuffers<R, Args...>(std::forward<F>(f), args, name, seq);
+    // What the result serializes is taken by the worker (TakeSerializedRefs): ObjectRefs
+    // returned to the caller. Anything recorded before is not part of it.
+    ClearSerializedRefs();
+    return Serialize(result);
   }
 }
 

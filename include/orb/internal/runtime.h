@@ -35,6 +35,8 @@ struct ArgData {
   bool is_ref = false;
   std::string value;  // serialized value when !is_ref
   RefData ref;
+  // ObjectRefs serialized inside `value`, each with one hold (see TakeSerializedRefs).
+  std::vector<RefData> contained_refs;
 };
 
 struct TaskOptionsData {
@@ -86,10 +88,29 @@ std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, 
 // Ready flags, once `num_objects` are ready or the timeout passes.
 std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms);
 
-// Reference counting of owned objects: an object is freed when no ObjectRef to it
-// remains in its owner and no pending task needs it.
+// Reference counting: an object is freed when no ObjectRef to it remains in its owner,
+// no pending task needs it, no other process borrows it and no live object holds it.
 void AddLocalReference(const std::string& id);
 void RemoveLocalReference(const std::string& id);
+
+// ObjectRefs inside values (the borrower protocol). Serializing an ObjectRef records it
+// on this thread with a hold that keeps the object alive; whoever serialized the value
+// takes the records (and their holds) with TakeSerializedRefs, or drops them with
+// ClearSerializedRefs. Deserializing an ObjectRef makes this process a borrower: it
+// holds one reference, registered with the owner before the scope the value was read
+// in ends (or at once outside any BorrowScope).
+void OnRefSerialized(const RefData& ref);
+std::vector<RefData> TakeSerializedRefs();
+void ClearSerializedRefs();
+void OnRefDeserialized(const RefData& ref);
+// While one lives on this thread, borrows are registered in one batch at its end.
+class BorrowScope {
+ public:
+  BorrowScope();
+  ~BorrowScope();
+  BorrowScope(const BorrowScope&) = delete;
+  BorrowScope& operator=(const BorrowScope&) = delete;
+};
 
 // Registers the actor with the GCS (which schedules it) and returns its binary ID.
 std::string CreateActor(const std::string& factory_name, std::vector<ArgData> args, const ActorOptionsData& options);
