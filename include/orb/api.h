@@ -43,6 +43,8 @@ inline void Init(const Config& config = Config()) { internal::Init(config, 0, nu
 inline void Init(int argc, char** argv) { internal::Init(Config(), argc, argv); }
 inline void Init(const Config& config, int argc, char** argv) { internal::Init(config, argc, argv); }
 inline bool IsInitialized() { return internal::IsInitialized(); }
+// True when Init ran with Config::local_mode.
+inline bool IsLocalMode() { return internal::IsLocalMode(); }
 // Leaves the cluster; stops the embedded cluster if Init started one.
 inline void Shutdown() { internal::Shutdown(); }
 

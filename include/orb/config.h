@@ -55,6 +55,10 @@ struct Config {
   std::string log_dir;
   // How long a request no node can satisfy waits before InfeasibleError, in ms.
   int infeasible_grace_ms = 3000;
+  // Runs every task and actor in this process, on threads, with no cluster at all: for
+  // debugging with gdb and sanitizers. Resources, placement and runtime environments
+  // are checked but not applied; collectives need a cluster.
+  bool local_mode = false;
   // Extra `orb start --head` flags for the embedded cluster, applied after the fields
   // above, e.g. {"--num-cpus", "2", "--resources", "{\"resource1\": 1}"}. Known:
   // --num-cpus, --num-gpus, --memory, --resources, --labels, --object-store-memory,

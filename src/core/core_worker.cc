@@ -7,7 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "common/label_selector.h"
+#include "core/task_options_check.h"
 #include "common/resources.h"
 #include "common/runtime_env_spec.h"
 #include "common/session.h"
@@ -220,6 +220,10 @@ std::string CoreWorker::OwnerString() const {
 
 std::string CoreWorker::CurrentTaskId() const { return current_task_id; }
 
+std::string CoreWorker::TaskIdHex() const {
+  return current_task_id.empty() ? std::string() : TaskID::FromBinary(current_task_id).Hex();
+}
+
 ObjectID CoreWorker::NextPutId() {
   TaskID task = current_task_id.empty() ? driver_task_id_ : TaskID::FromBinary(current_task_id);
   return ObjectID::ForPut(task, ++put_index_);
@@ -239,11 +243,6 @@ rpc::ObjectValue CoreWorker::StoreValue(const ObjectID& id, std::string bytes, c
   return value;
 }
 
-internal::RefData CoreWorker::Put(std::string bytes) {
-  ObjectID id = NextPutId();
-  objects_->AddReady(id, StoreValue(id, std::move(bytes), self_address_));
-  return internal::RefData{id.Binary(), OwnerString()};
-}
 
 internal::RefData CoreWorker::PutWith(size_t size, const std::function<void(char*)>& write) {
   if (size <= options_.max_inline_bytes) {
@@ -275,18 +274,9 @@ internal::RefData CoreWorker::PutWith(size_t size, const std::function<void(char
 
 rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
                                     const internal::TaskOptionsData& options, bool default_cpu) {
-  if (auto s = ResourceSet::Validate(options.resources); !s.ok()) throw Error(std::string(s.message()));
-  if (options.max_retries < 0) throw Error("max_retries must be >= 0");
-  for (const std::string* selector : {&options.label_selector, &options.soft_label_selector}) {
-    if (auto parsed = LabelSelector::Parse(*selector); !parsed.ok()) throw Error(std::string(parsed.status().message()));
-  }
+  CheckTaskOptions(options);
   NodeID affinity;
-  if (options.strategy == 2) {
-    affinity = NodeID::FromHex(options.affinity_node_id);
-    if (affinity.IsNil()) {
-      throw Error("node affinity: '" + options.affinity_node_id + "' is not a node ID (32 hex digits)");
-    }
-  }
+  if (options.strategy == 2) affinity = NodeID::FromHex(options.affinity_node_id);
   rpc::TaskSpec spec;
   TaskID task = TaskID::FromRandom();
   ObjectID return_id = ObjectID::ForTaskReturn(task, 1);
@@ -314,7 +304,6 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   if (!options.placement_group_id.empty()) {
     // In a group: ask for the bundle's renamed resources and a sliver of its marker.
     PlacementGroupID pg = PlacementGroupID::FromHex(options.placement_group_id);
-    if (pg.IsNil()) throw Error("placement group ID '" + options.placement_group_id + "' is not 32 hex digits");
     google::protobuf::Map<std::string, double> renamed;
     for (const auto& [k, v] : spec.resources()) renamed[PlacementGroupResourceName(k, pg.Hex(), options.bundle_index)] = v;
     renamed[PlacementGroupResourceName("bundle", pg.Hex(), options.bundle_index)] = kBundleMarkerRequest;

@@ -22,6 +22,7 @@
 #include "common/rpc.h"
 #include "core/actor_submitter.h"
 #include "core/object_table.h"
+#include "core/runtime.h"
 #include "core/store_client.h"
 #include "core/task_receiver.h"
 #include "core/task_submitter.h"
@@ -54,37 +55,37 @@ struct CoreWorkerOptions {
   size_t max_inline_bytes = 100 * 1024;
 };
 
-class CoreWorker {
+class CoreWorker : public Runtime {
  public:
   static absl::StatusOr<std::unique_ptr<CoreWorker>> Connect(CoreWorkerOptions options);
-  ~CoreWorker();
+  ~CoreWorker() override;
 
   internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                               const internal::TaskOptionsData& options);
-  internal::RefData Put(std::string bytes);
-  internal::RefData PutWith(size_t size, const std::function<void(char*)>& write);
+                               const internal::TaskOptionsData& options) override;
+  internal::RefData PutWith(size_t size, const std::function<void(char*)>& write) override;
   std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
-                                                          int64_t timeout_ms);
-  std::vector<bool> Wait(const std::vector<internal::RefData>& refs, int num_objects, int64_t timeout_ms);
-  void AddLocalReference(const std::string& id);
-  void RemoveLocalReference(const std::string& id);
-  std::vector<NodeInfo> Nodes();
+                                                          int64_t timeout_ms) override;
+  std::vector<bool> Wait(const std::vector<internal::RefData>& refs, int num_objects, int64_t timeout_ms) override;
+  void AddLocalReference(const std::string& id) override;
+  void RemoveLocalReference(const std::string& id) override;
+  std::vector<NodeInfo> Nodes() override;
 
   // The borrower protocol (object_table.h). A ref read out of a value: one more hold,
   // a borrow when another process owns it.
-  void Borrow(const internal::RefData& ref);
+  void Borrow(const internal::RefData& ref) override;
   // Registers the queued borrows with their owners, one call per owner, and waits.
-  void RegisterBorrows();
+  void RegisterBorrows() override;
 
   // Actors (core_worker_actors.cc). IDs are binary.
   std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
-                          const internal::ActorOptionsData& options);
+                          const internal::ActorOptionsData& options) override;
   internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                    std::vector<internal::ArgData> args, const internal::TaskOptionsData& options);
-  void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason = "");
+                                    std::vector<internal::ArgData> args, const internal::TaskOptionsData& options) override;
+  void KillActor(const std::string& actor_id, bool no_restart) override { KillActor(actor_id, no_restart, ""); }
+  void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason);
   // Empty when no live actor has that name.
-  std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
-  std::string CurrentActorId() const;  // hex; empty outside an actor
+  std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) override;
+  std::string CurrentActorId() const override;  // hex; empty outside an actor
 
   // The GCS key-value store, in this job's namespace unless `ns` is given.
   void KvPut(const std::string& ns, const std::string& key, const std::string& value);
@@ -92,23 +93,27 @@ class CoreWorker {
   void KvDeletePrefix(const std::string& ns, const std::string& prefix);
 
   // Placement groups (core_worker_placement_groups.cc). IDs are hex.
-  std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options);
-  bool LookUpPlacementGroup(const std::string& id_hex, const std::string& name, internal::PlacementGroupData* out);
-  std::vector<internal::PlacementGroupData> ListPlacementGroups();
-  bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms);
-  void RemovePlacementGroup(const std::string& id_hex);
-  bool WasCurrentActorRestarted() const;
+  std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options) override;
+  bool LookUpPlacementGroup(const std::string& id_hex, const std::string& name, internal::PlacementGroupData* out) override;
+  std::vector<internal::PlacementGroupData> ListPlacementGroups() override;
+  bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) override;
+  void RemovePlacementGroup(const std::string& id_hex) override;
+  bool WasCurrentActorRestarted() const override;
 
   // Worker mode: runs pushed tasks on this thread until the worker is told to exit.
   void RunTaskLoop();
   // Leaves the cluster: returns leases, marks the job finished (driver), stops serving.
-  void Disconnect();
+  void Disconnect() override;
 
   const NodeID& node_id() const { return node_id_; }
   const std::string& node_ip() const { return options_.node_ip; }
   const JobID& job_id() const { return options_.job_id; }
   const std::string& ray_namespace() const { return options_.ray_namespace; }
-  std::string CurrentTaskId() const;
+  std::string CurrentTaskId() const;  // binary
+  std::string NamespaceName() const override { return options_.ray_namespace; }
+  std::string NodeIdHex() const override { return node_id_.Hex(); }
+  std::string JobIdHex() const override { return options_.job_id.Hex(); }
+  std::string TaskIdHex() const override;
 
   void HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTasksReply* reply, SendReply send);
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/core_worker.h"
+#include "core/task_options_check.h"
 
 namespace orb {
 namespace {
@@ -18,9 +19,7 @@ std::string ClassNameOf(const std::string& factory_name) {
 
 std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                                     const internal::ActorOptionsData& options) {
-  if (options.max_concurrency < 1) throw Error("max_concurrency must be at least 1");
-  if (options.max_restarts < -1) throw Error("max_restarts must be -1 (no limit) or more");
-  if (options.max_task_retries < -1) throw Error("max_task_retries must be -1 (no limit) or more");
+  CheckActorOptions(options);
   rpc::TaskSpec spec = BuildSpec(factory_name, std::move(args), options.placement, /*default_cpu=*/false);
   ActorID id = ActorID::FromRandom();
   rpc::ActorCreationSpec* creation = spec.mutable_actor_creation();

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/core_worker.h"
+#include "core/task_options_check.h"
 
 namespace orb {
 
@@ -28,10 +29,9 @@ internal::PlacementGroupData FromInfo(const rpc::PlacementGroupInfo& pg) {
 }  // namespace
 
 std::string CoreWorker::CreatePlacementGroup(const PlacementGroupCreationOptions& options) {
+  CheckPlacementGroupOptions(options);
   const auto& bundles = options.bundles;
   int strategy = static_cast<int>(options.strategy);
-  if (bundles.empty()) throw Error("a placement group needs at least one bundle");
-  if (strategy < 0 || strategy > rpc::PlacementGroupInfo::STRICT_SPREAD) throw Error("unknown placement strategy");
   rpc::CreatePlacementGroupRequest request;
   rpc::PlacementGroupInfo* pg = request.mutable_placement_group();
   PlacementGroupID id = PlacementGroupID::FromRandom();
@@ -42,16 +42,9 @@ std::string CoreWorker::CreatePlacementGroup(const PlacementGroupCreationOptions
   pg->set_strategy(static_cast<rpc::PlacementGroupInfo::Strategy>(strategy));
   pg->set_job_id(options_.job_id.Binary());
   for (size_t i = 0; i < bundles.size(); ++i) {
-    if (bundles[i].empty()) throw Error("bundle " + std::to_string(i) + " of the placement group has no resources");
     rpc::Bundle* bundle = pg->add_bundles();
     bundle->set_index(static_cast<int32_t>(i));
-    for (const auto& [resource, amount] : bundles[i]) {
-      if (!(amount > 0) || !std::isfinite(amount)) {
-        throw Error("bundle " + std::to_string(i) + " asks for " + std::to_string(amount) + " " + resource +
-                    "; amounts must be positive");
-      }
-      (*bundle->mutable_resources())[resource] = amount;
-    }
+    for (const auto& [resource, amount] : bundles[i]) (*bundle->mutable_resources())[resource] = amount;
   }
   auto reply = CallGcs<rpc::CreatePlacementGroupReply>(ORB_RPC(CreatePlacementGroup), request,
                                                       "cannot create placement group");

@@ -14,17 +14,19 @@
 #include "core/core_worker.h"
 #include "core/embedded_cluster.h"
 #include "core/library_loader.h"
+#include "core/local_mode_runtime.h"
 #include "orb/api.h"
 
 namespace orb::internal {
 namespace {
 
 std::unique_ptr<EmbeddedCluster> g_cluster;
-std::unique_ptr<CoreWorker> g_worker;
+std::unique_ptr<Runtime> g_runtime;
+CoreWorker* g_worker = nullptr;  // g_runtime, when it is a cluster's
 
-CoreWorker& Worker() {
-  if (!g_worker) throw Error("orb is not initialized: call orb::Init() first");
-  return *g_worker;
+Runtime& TheRuntime() {
+  if (!g_runtime) throw Error("orb is not initialized: call orb::Init() first");
+  return *g_runtime;
 }
 
 std::string Env(const char* name) {
@@ -101,7 +103,8 @@ std::string JobRuntimeEnv(const Config& config) {
     std::cerr << "orb worker: " << worker.status().message() << std::endl;
     std::_Exit(1);
   }
-  g_worker = std::move(*worker);
+  g_worker = worker->get();
+  g_runtime = std::move(*worker);
   g_worker->RunTaskLoop();
   std::cout.flush();
   std::_Exit(0);  // skip static destructors: gRPC threads may still be running
@@ -111,7 +114,7 @@ std::string JobRuntimeEnv(const Config& config) {
 
 void Init(const Config& base, int argc, char** argv) {
   if (Env("ORB_WORKER_MODE") == "1") RunWorker();
-  if (g_worker) {
+  if (g_runtime) {
     // As in Ray: a second Init is a no-op (the first one's cluster and options stay).
     spdlog::warn("orb::Init called again while initialized: ignored");
     return;
@@ -134,6 +137,10 @@ void Init(const Config& base, int argc, char** argv) {
   options.ray_namespace = config.ray_namespace;
   options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
   options.runtime_env = JobRuntimeEnv(config);
+  if (config.local_mode) {
+    g_runtime = std::make_unique<LocalModeRuntime>(config, options.runtime_env);
+    return;
+  }
   std::unique_ptr<EmbeddedCluster> started;
   if (config.address.empty()) {
     auto cluster = EmbeddedCluster::Start(config);
@@ -156,59 +163,76 @@ void Init(const Config& base, int argc, char** argv) {
     if (code == absl::StatusCode::kUnauthenticated) why += " (pass the cluster token: --orb-token or ORB_TOKEN)";
     throw Error("orb::Init failed: " + why);
   }
-  g_worker = std::move(*worker);
+  g_worker = worker->get();
+  g_runtime = std::move(*worker);
   g_cluster = std::move(started);
 }
 
 void Shutdown() {
-  if (g_worker) g_worker->Disconnect();
-  g_worker.reset();
+  if (g_runtime) g_runtime->Disconnect();
+  if (g_runtime && !g_runtime->SafeToDestroy()) g_runtime.release();  // NOLINT: left to the tasks still running
+  g_runtime.reset();
+  g_worker = nullptr;
   g_cluster.reset();
 }
 
-bool IsInitialized() { return g_worker != nullptr; }
+bool IsInitialized() { return g_runtime != nullptr; }
+
+bool IsLocalMode() { return g_runtime && !g_worker; }
 
 RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options) {
-  return Worker().SubmitTask(function_name, std::move(args), options);
+  return TheRuntime().SubmitTask(function_name, std::move(args), options);
 }
 
-RefData Put(std::string bytes) { return Worker().Put(std::move(bytes)); }
+RefData PutWith(size_t size, const std::function<void(char*)>& write) { return TheRuntime().PutWith(size, write); }
+
+std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms) {
+  return TheRuntime().Get(refs, timeout_ms);
+}
+
+std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms) {
+  return TheRuntime().Wait(refs, num_objects, timeout_ms);
+}
 
 std::string CreateActor(const std::string& factory_name, std::vector<ArgData> args, const ActorOptionsData& options) {
-  return Worker().CreateActor(factory_name, std::move(args), options);
+  return TheRuntime().CreateActor(factory_name, std::move(args), options);
 }
 
 RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args,
                         const TaskOptionsData& options) {
-  return Worker().SubmitActorTask(actor_id, method_name, std::move(args), options);
+  return TheRuntime().SubmitActorTask(actor_id, method_name, std::move(args), options);
 }
 
-void KillActor(const std::string& actor_id, bool no_restart) { Worker().KillActor(actor_id, no_restart); }
+void KillActor(const std::string& actor_id, bool no_restart) { TheRuntime().KillActor(actor_id, no_restart); }
 
 std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) {
-  return Worker().GetNamedActor(name, ray_namespace);
+  return TheRuntime().GetNamedActor(name, ray_namespace);
 }
 
+std::string CurrentActorId() { return g_runtime ? g_runtime->CurrentActorId() : std::string(); }
+bool WasCurrentActorRestarted() { return g_runtime && g_runtime->WasCurrentActorRestarted(); }
+
 std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options) {
-  return Worker().CreatePlacementGroup(options);
+  return TheRuntime().CreatePlacementGroup(options);
 }
 
 bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) {
-  return Worker().WaitPlacementGroupReady(id_hex, timeout_ms);
+  return TheRuntime().WaitPlacementGroupReady(id_hex, timeout_ms);
 }
+
+void RemovePlacementGroup(const std::string& id_hex) { TheRuntime().RemovePlacementGroup(id_hex); }
 
 bool LookUpPlacementGroup(const std::string& id_hex, const std::string& name, PlacementGroupData* out) {
-  return Worker().LookUpPlacementGroup(id_hex, name, out);
+  return TheRuntime().LookUpPlacementGroup(id_hex, name, out);
 }
 
-std::vector<PlacementGroupData> ListPlacementGroups() { return Worker().ListPlacementGroups(); }
+std::vector<PlacementGroupData> ListPlacementGroups() { return TheRuntime().ListPlacementGroups(); }
 
-void RemovePlacementGroup(const std::string& id_hex) { Worker().RemovePlacementGroup(id_hex); }
-
-CoreWorker& CurrentCoreWorker() { return Worker(); }
-
-std::string CurrentActorId() { return g_worker ? g_worker->CurrentActorId() : std::string(); }
-bool WasCurrentActorRestarted() { return g_worker && g_worker->WasCurrentActorRestarted(); }
+CoreWorker& CurrentCoreWorker() {
+  TheRuntime();
+  if (!g_worker) throw Error("collectives need a cluster: local_mode runs everything in one process");
+  return *g_worker;
+}
 
 std::string HexOf(const std::string& binary) {
   static const char* digits = "0123456789abcdef";
@@ -221,18 +245,12 @@ std::string HexOf(const std::string& binary) {
   return hex;
 }
 
-RefData PutWith(size_t size, const std::function<void(char*)>& write) { return Worker().PutWith(size, write); }
-
-std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms) {
-  return Worker().Get(refs, timeout_ms);
-}
-
-std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms) {
-  return Worker().Wait(refs, num_objects, timeout_ms);
-}
-
 void AddLocalReference(const std::string& id) {
-  if (g_worker) g_worker->AddLocalReference(id);
+  if (g_runtime) g_runtime->AddLocalReference(id);
+}
+
+void RemoveLocalReference(const std::string& id) {
+  if (g_runtime) g_runtime->RemoveLocalReference(id);
 }
 
 namespace {
@@ -258,33 +276,26 @@ void ClearSerializedRefs() {
 }
 
 void OnRefDeserialized(const RefData& ref) {
-  if (!g_worker) return;
-  g_worker->Borrow(ref);
-  if (borrow_scopes == 0) g_worker->RegisterBorrows();
+  if (!g_runtime) return;
+  g_runtime->Borrow(ref);
+  if (borrow_scopes == 0) g_runtime->RegisterBorrows();
 }
 
 BorrowScope::BorrowScope() { ++borrow_scopes; }
 
 BorrowScope::~BorrowScope() {
-  if (--borrow_scopes > 0 || !g_worker) return;
+  if (--borrow_scopes > 0 || !g_runtime) return;
   try {
-    g_worker->RegisterBorrows();
+    g_runtime->RegisterBorrows();
   } catch (const std::exception& e) {
     spdlog::warn("cannot register borrowed object references: {}", e.what());
   }
 }
 
-void RemoveLocalReference(const std::string& id) {
-  if (g_worker) g_worker->RemoveLocalReference(id);
-}
-
-std::string CurrentNamespace() { return Worker().ray_namespace(); }
-std::string CurrentNodeId() { return Worker().node_id().Hex(); }
-std::string CurrentJobId() { return Worker().job_id().Hex(); }
-std::string CurrentTaskId() {
-  std::string id = Worker().CurrentTaskId();
-  return id.empty() ? "" : TaskID::FromBinary(id).Hex();
-}
-std::vector<NodeInfo> ClusterNodes() { return Worker().Nodes(); }
+std::string CurrentNamespace() { return TheRuntime().NamespaceName(); }
+std::string CurrentNodeId() { return TheRuntime().NodeIdHex(); }
+std::string CurrentJobId() { return TheRuntime().JobIdHex(); }
+std::string CurrentTaskId() { return TheRuntime().TaskIdHex(); }
+std::vector<NodeInfo> ClusterNodes() { return TheRuntime().Nodes(); }
 
 }  // namespace orb::internal

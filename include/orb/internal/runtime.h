@@ -75,10 +75,10 @@ struct ActorExitSignal {};
 void Init(const Config& config, int argc, char** argv);
 void Shutdown();
 bool IsInitialized();
+bool IsLocalMode();
 
 // SubmitTask and Put return a RefData that already holds one local reference.
 RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options);
-RefData Put(std::string bytes);
 // Stores a value of `size` bytes that `write` serializes straight into its final place
 // (the shared-memory store for large values): one copy instead of three.
 RefData PutWith(size_t size, const std::function<void(char* destination)>& write);

@@ -1,0 +1,65 @@
+// What the C++ API runs on: a cluster (CoreWorker, one per process) or, with
+// Config::local_mode, this process alone (LocalModeRuntime). The functions of
+// <orb/internal/runtime.h> forward here. Thread-safe in both.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "orb/api.h"
+
+namespace orb {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  // Tasks and objects. RefData results carry one reference.
+  virtual internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
+                                       const internal::TaskOptionsData& options) = 0;
+  virtual internal::RefData PutWith(size_t size, const std::function<void(char*)>& write) = 0;
+  virtual std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
+                                                                  int64_t timeout_ms) = 0;
+  virtual std::vector<bool> Wait(const std::vector<internal::RefData>& refs, int num_objects, int64_t timeout_ms) = 0;
+  virtual void AddLocalReference(const std::string& id) = 0;
+  virtual void RemoveLocalReference(const std::string& id) = 0;
+  // A ref read out of a value (see ObjectTable); RegisterBorrows tells owners.
+  virtual void Borrow(const internal::RefData& ref) = 0;
+  virtual void RegisterBorrows() = 0;
+
+  // Actors. IDs are binary.
+  virtual std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
+                                  const internal::ActorOptionsData& options) = 0;
+  virtual internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                            std::vector<internal::ArgData> args,
+                                            const internal::TaskOptionsData& options) = 0;
+  virtual void KillActor(const std::string& actor_id, bool no_restart) = 0;
+  virtual std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) = 0;
+  virtual std::string CurrentActorId() const = 0;  // hex; empty outside an actor
+  virtual bool WasCurrentActorRestarted() const = 0;
+
+  // Placement groups. IDs are hex.
+  virtual std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options) = 0;
+  virtual bool WaitPlacementGroupReady(const std::string& id_hex, int64_t timeout_ms) = 0;
+  virtual void RemovePlacementGroup(const std::string& id_hex) = 0;
+  virtual bool LookUpPlacementGroup(const std::string& id_hex, const std::string& name,
+                                    internal::PlacementGroupData* out) = 0;
+  virtual std::vector<internal::PlacementGroupData> ListPlacementGroups() = 0;
+
+  // Where this code runs.
+  virtual std::vector<NodeInfo> Nodes() = 0;
+  virtual std::string NamespaceName() const = 0;
+  virtual std::string NodeIdHex() const = 0;
+  virtual std::string JobIdHex() const = 0;
+  virtual std::string TaskIdHex() const = 0;  // empty outside a task
+
+  // Leaves the cluster (or stops local execution).
+  virtual void Disconnect() = 0;
+  // False when, after Disconnect, user code it cannot stop still runs on its threads
+  // (local mode): the runtime is then left allocated rather than freed under it.
+  virtual bool SafeToDestroy() const { return true; }
+};
+
+}  // namespace orb

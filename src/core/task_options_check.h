@@ -1,0 +1,15 @@
+// What a program asks of a task or actor, checked before anything is sent (the same
+// rules on a cluster and in local mode): an orb::Error naming the bad option, or an
+// orb::RuntimeEnvError for the runtime environment.
+#pragma once
+
+#include "orb/internal/runtime.h"
+#include "orb/placement_group.h"
+
+namespace orb {
+
+void CheckTaskOptions(const internal::TaskOptionsData& options);
+void CheckActorOptions(const internal::ActorOptionsData& options);
+void CheckPlacementGroupOptions(const PlacementGroupCreationOptions& options);
+
+}  // namespace orb
