@@ -11,6 +11,7 @@ struct StartOptions {
   bool head = false;
   std::string address;
   std::string token;
+  std::string autoscaling_config;  // head only: a YAML or JSON file with available_node_types
   NodeFlags node;
 };
 

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   start_cmd->add_flag("--head", start.head, "start the GCS and a raylet: a new cluster");
   start_cmd->add_option("--address", start.address, "GCS address HOST:PORT of the cluster to join");
   orb::AddNodeFlags(start_cmd, &start.node);
+  start_cmd->add_option("--autoscaling-config", start.autoscaling_config,
+                        "head: YAML/JSON with available_node_types; work only such a node could run waits for one")
+      ->check(CLI::ExistingFile);
   start_cmd->add_option("--token", start.token, "cluster token when joining (default: the local session's)");
   start_cmd->callback([&] { std::exit(orb::cli::Start(start)); });
 

@@ -1,7 +1,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/autoscaling_config.h"
 #include "cli/commands.h"
+#include "common/process.h"
 #include "common/daemon_launcher.h"
 #include "common/id.h"
 #include "common/session.h"
@@ -40,7 +42,16 @@ int Start(const StartOptions& start) {
     gcs_address = o.node_ip + ":" + gcs->address.substr(gcs->address.rfind(':') + 1);
     WriteStringToFile(session + "/address", gcs_address).IgnoreError();
     WriteStringToFile(session + "/gcs.pid", std::to_string(gcs->pid)).IgnoreError();
+    if (!start.autoscaling_config.empty()) {
+      auto token = ReadFileToString(token_file);
+      absl::Status stored = StoreAutoscalingConfig(start.autoscaling_config, gcs_address, token.ok() ? *token : "");
+      if (!stored.ok()) {
+        StopProcess(gcs->pid, std::chrono::milliseconds(2000));
+        return Fail(std::string(stored.message()));
+      }
+    }
   } else {
+    if (!start.autoscaling_config.empty()) return Fail("--autoscaling-config belongs to the head (--head)");
     std::string host;
     int port;
     if (auto s = ParseAddress(start.address, &host, &port); !s.ok()) return Fail(std::string(s.message()));

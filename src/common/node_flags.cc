@@ -17,6 +17,9 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--object-store-memory", flags->object_store_memory,
                   "object store capacity, bytes (default: 30% of available memory, within /dev/shm)");
   app->add_option("--node-ip-address", flags->node_ip, "address other processes use to reach this node");
+  app->add_option("--infeasible-grace-ms", flags->infeasible_grace_ms,
+                  "work no node (and no node type the autoscaler may add) can run fails after this long")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--port", flags->port, "GCS port for a head (0 picks a free one)")->check(CLI::Range(0, 65535));
   app->add_option("--storage-dir", flags->storage_dir, "GCS RocksDB directory (default: <session>/storage)");
 }
@@ -37,7 +40,8 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
   std::string log = where.session_dir + "/logs/raylet" + (where.log_tag.empty() ? "" : "-" + where.log_tag) + ".log";
   std::vector<std::string> argv = {where.raylet_bin, "--gcs-address", where.gcs_address, "--port", "0",
                                    "--session-dir", where.session_dir, "--token-file", where.token_file,
-                                   "--node-ip-address", o.node_ip, "--log-file", log};
+                                   "--node-ip-address", o.node_ip, "--log-file", log,
+                                   "--infeasible-grace-ms", std::to_string(o.infeasible_grace_ms)};
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
   if (o.num_cpus >= 0) argv.insert(argv.end(), {"--num-cpus", std::to_string(o.num_cpus)});
   if (o.num_gpus >= 0) argv.insert(argv.end(), {"--num-gpus", std::to_string(o.num_gpus)});

@@ -24,13 +24,15 @@ struct NodeFlags {
   std::string labels;     // JSON object of strings
   long long object_store_memory = 0;  // 0: 30% of the available memory
   std::string node_ip = "127.0.0.1";
+  int infeasible_grace_ms = 3000;  // how long work no node can run waits before INFEASIBLE
   // --- the head (GCS) ---
   int port = 6379;          // 0 picks a free one
   std::string storage_dir;  // empty: <session>/storage
 };
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
-// --object-store-memory, --node-ip-address, --port and --storage-dir on `app`.
+// --object-store-memory, --node-ip-address, --infeasible-grace-ms, --port and
+// --storage-dir on `app`.
 void AddNodeFlags(CLI::App* app, NodeFlags* flags);
 
 // Applies `args` (e.g. {"--num-cpus", "2", "--resources", "{\"a\": 1}"}) to `flags`.

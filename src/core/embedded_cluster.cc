@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Co
   flags.num_cpus = config.num_cpus;
   flags.num_gpus = config.num_gpus;
   flags.object_store_memory = config.object_store_memory;
+  flags.infeasible_grace_ms = config.infeasible_grace_ms;
   if (!config.resources.empty()) flags.resources = nlohmann::json(config.resources).dump();
   if (auto s = ParseNodeFlags(config.head_args, &flags); !s.ok()) return s;
 
@@ -50,9 +51,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Co
   WriteStringToFile(*session + "/address", gcs->address).IgnoreError();
   WriteStringToFile(*session + "/gcs.pid", std::to_string(gcs->pid)).IgnoreError();
 
-  std::vector<std::string> raylet_argv = RayletArgs(flags, RayletPlacement{raylet_bin, gcs->address, *session, token_file, ""});
-  raylet_argv.insert(raylet_argv.end(), {"--infeasible-grace-ms", std::to_string(config.infeasible_grace_ms)});
-  auto raylet = StartDaemon(raylet_argv, *session + "/logs/raylet.out", /*die_with_parent=*/true,
+  auto raylet = StartDaemon(RayletArgs(flags, RayletPlacement{raylet_bin, gcs->address, *session, token_file, ""}), *session + "/logs/raylet.out", /*die_with_parent=*/true,
                             std::chrono::seconds(20));
   if (!raylet.ok()) return raylet.status();
   cluster->raylet_pid_ = raylet->pid;

@@ -9,8 +9,9 @@
 namespace orb {
 
 LeaseGranter::LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
-                           LeaseGranterOptions options)
-    : total_(total), available_(total), pool_(pool), fetch_job_(std::move(fetch_job)), loop_(loop),
+                           LeaseGranterOptions options, NodeTypeFetcher fetch_node_types)
+    : total_(total), available_(total), pool_(pool), fetch_job_(std::move(fetch_job)),
+      fetch_node_types_(std::move(fetch_node_types)), loop_(loop),
       options_(std::move(options)), scheduler_(options_.hybrid, options_.node_id.Hash()),
       gpu_users_(static_cast<size_t>(std::max(0.0, total.Get("GPU"))), 0) {}
 
@@ -173,14 +174,38 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
 }
 
 void LeaseGranter::RejectInfeasible(uint64_t seq) {
+  if (!fetch_node_types_) return DecideInfeasible(seq, {});
+  fetch_node_types_([this, seq](std::vector<NodeType> types) {
+    loop_->Post([this, seq, types = std::move(types)] { DecideInfeasible(seq, types); });
+  });
+}
+
+void LeaseGranter::DecideInfeasible(uint64_t seq, const std::vector<NodeType>& types) {
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     if (it->seq != seq) continue;
     if (LocallyFeasible(it->scheduling)) return;  // the node grew meanwhile
     SchedulingDecision decision = scheduler_.Schedule(it->scheduling, CurrentView());
     rpc::RequestWorkerLeaseReply reply;
     if (decision.kind == SchedulingDecision::Kind::kInfeasible || !decision.node) {
-      reply = Rejection(rpc::INFEASIBLE, decision.reason.empty() ? "no node can satisfy " + it->resources.ToString()
-                                                                 : decision.reason);
+      const SchedulingRequest& request = it->scheduling;
+      const NodeType* type = FindLaunchableType(types, request.resources, [&](const auto& labels) {
+        return request.hard_labels.Matches(labels);
+      });
+      if (type) {
+        // A node the autoscaler may add could run it: wait for one, and look again later.
+        if (!it->warned_waiting) {
+          spdlog::warn("a task or actor asking for {} cannot be scheduled right now: no node has it, but the "
+                       "autoscaler may add a node of type '{}'. It waits for one (ignore this if the cluster is "
+                       "expected to scale up).",
+                       it->resources.ToString(), type->name);
+          it->warned_waiting = true;
+        }
+        loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
+        return;
+      }
+      std::string why = decision.reason.empty() ? "no node can satisfy " + it->resources.ToString() : decision.reason;
+      if (!types.empty()) why += ", and no node type the autoscaler may launch could";
+      reply = Rejection(rpc::INFEASIBLE, why);
     } else {
       reply = SpillTo(*decision.node);  // a node that fits joined during the grace period
     }

@@ -6,9 +6,10 @@
 // tells the requester to ask that node's raylet, which then grants or queues it there
 // (grant_or_reject: never sent on again). A request for this node is granted when the
 // resources are available and an idle worker of the job exists; otherwise it waits while
-// a worker starts or resources free up. A request no node can ever hold is answered
-// INFEASIBLE after `infeasible_grace` (time for the cluster to grow), at once when it
-// names a node that does not exist. A worker blocked in Get gives its lease's CPU back until it unblocks, so
+// a worker starts or resources free up. A request no node can hold is checked again
+// after `infeasible_grace` (time for the cluster to grow): if a node type the autoscaler
+// may launch could hold it, it keeps waiting (with a warning, as Ray's); otherwise it is
+// answered INFEASIBLE. One that names a node that does not exist is INFEASIBLE at once. A worker blocked in Get gives its lease's CPU back until it unblocks, so
 // tasks that wait on nested tasks cannot starve them of CPU.
 //
 // Runs on the raylet's event loop; not thread-safe.
@@ -22,6 +23,7 @@
 
 #include "common/event_loop.h"
 #include "common/id.h"
+#include "common/node_types.h"
 #include "common/resources.h"
 #include "gcs_service.pb.h"
 #include "raylet/scheduling/scheduler.h"
@@ -43,9 +45,11 @@ class LeaseGranter {
  public:
   using JobFetcher = std::function<void(const JobID&, std::function<void(absl::StatusOr<rpc::JobInfo>)>)>;
   using LeaseCallback = std::function<void(rpc::RequestWorkerLeaseReply)>;
+  // The node types an autoscaler may launch, fetched anew (asynchronously) when asked.
+  using NodeTypeFetcher = std::function<void(std::function<void(std::vector<NodeType>)>)>;
 
   LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
-               LeaseGranterOptions options);
+               LeaseGranterOptions options, NodeTypeFetcher fetch_node_types = nullptr);
 
   void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
   void ReturnLease(const LeaseID& lease, bool worker_failed);
@@ -86,6 +90,7 @@ class LeaseGranter {
     SchedulingRequest scheduling;
     bool spilled_here = false;  // sent by another raylet: stays here
     std::string runtime_env;    // its worker's environment (canonical JSON)
+    bool warned_waiting = false;  // logged that it waits for the autoscaler
   };
   struct Lease {
     WorkerID worker;
@@ -101,6 +106,8 @@ class LeaseGranter {
   void EnsureJobInfo(const JobID& job);
   void Grant(PendingLease& pending, WorkerProcess* worker);
   void RejectInfeasible(uint64_t seq);
+  // RejectInfeasible once the launchable node types are known.
+  void DecideInfeasible(uint64_t seq, const std::vector<NodeType>& types);
   // Whether this node could ever run `request` (resources in total, labels, affinity).
   bool LocallyFeasible(const SchedulingRequest& request) const;
   const ClusterView& CurrentView();
@@ -113,6 +120,7 @@ class LeaseGranter {
   std::vector<int> gpu_users_;  // leases per GPU index
   WorkerPool* pool_;
   JobFetcher fetch_job_;
+  NodeTypeFetcher fetch_node_types_;
   EventLoop* loop_;
   LeaseGranterOptions options_;
   Scheduler scheduler_;

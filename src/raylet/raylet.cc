@@ -110,7 +110,23 @@ absl::Status Raylet::Start() {
                                    done(std::move(*reply.mutable_job()));
                                  });
   };
-  lease_granter_ = std::make_unique<LeaseGranter>(options_.resources, worker_pool_.get(), fetch_job, &loop_, granter);
+  // Asked only when a request has waited out its grace with no node able to hold it.
+  auto fetch_node_types = [this](std::function<void(std::vector<NodeType>)> done) {
+    rpc::KvGetRequest request;
+    request.set_namespace_(kNodeTypesKvNamespace);
+    request.set_key(kNodeTypesKvKey);
+    gcs_->Call<rpc::KvGetReply>(ORB_RPC(KvGet), request, [done](const absl::Status& status, rpc::KvGetReply&& reply) {
+      if (!status.ok() || !reply.found()) return done({});
+      auto types = ParseNodeTypes(reply.value());
+      if (!types.ok()) {
+        spdlog::warn("ignoring the autoscaler's node types: {}", types.status().ToString());
+        return done({});
+      }
+      done(std::move(*types));
+    });
+  };
+  lease_granter_ = std::make_unique<LeaseGranter>(options_.resources, worker_pool_.get(), fetch_job, &loop_, granter,
+                                                  fetch_node_types);
 
   bundles_ = std::make_unique<BundleManager>(lease_granter_.get(), &loop_, std::chrono::seconds(10));
 

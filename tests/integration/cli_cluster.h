@@ -27,6 +27,17 @@ inline std::string Run(const std::string& command) {
   return out;
 }
 
+// Runs a shell command; its standard output, whatever its exit status.
+inline std::string RunAnyway(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), pipe)) out += buf;
+  ::pclose(pipe);
+  return out;
+}
+
 class CliCluster {
  public:
   // `head_flags` for `orb start --head`, then one `orb start --address` per entry of
