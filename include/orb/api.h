@@ -14,10 +14,16 @@
 // thread-safe once Init has returned.
 #pragma once
 
+// Standard headers Ray's <ray/api.h> brings in, which Ray programs rely on.
+#include <unistd.h>
+
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "orb/actor.h"
@@ -36,10 +42,14 @@
 namespace orb {
 
 // Connects to a cluster, or starts an embedded one (see Config::address). In a worker
-// process started by a raylet, Init serves tasks and never returns.
+// process started by a raylet, Init serves tasks and never returns. Called again while
+// initialized, it does nothing (as Ray's).
 inline void Init(const Config& config = Config()) { internal::Init(config, 0, nullptr); }
-// Reads --orb-address=HOST:PORT, --orb-token=..., --orb-num-cpus=N and
-// --orb-code-search-path=DIR[:DIR] from the command line.
+// Also reads --orb-address=HOST:PORT, --orb-token=..., --orb-namespace=NS,
+// --orb-num-cpus=N, --orb-code-search-path=DIR[:DIR], --orb-runtime-env=JSON and
+// --orb-default-actor-lifetime=detached|non_detached (also spelt --orb_address=...,
+// as Ray's --ray_address). Other arguments are the program's and are left alone; an
+// unknown --orb-* flag is an orb::Error.
 inline void Init(int argc, char** argv) { internal::Init(Config(), argc, argv); }
 inline void Init(const Config& config, int argc, char** argv) { internal::Init(config, argc, argv); }
 inline bool IsInitialized() { return internal::IsInitialized(); }
@@ -109,6 +119,7 @@ struct NodeInfo {
   std::map<std::string, double> resources_total;
   std::map<std::string, double> resources_available;
   std::map<std::string, std::string> labels;
+  int64_t object_store_memory = 0;  // the node's object store capacity, bytes
 };
 
 // The namespace of this job (Config::ray_namespace, or one of its own when none was
@@ -126,8 +137,12 @@ class RuntimeContext {
   std::string GetTaskId() const { return internal::CurrentTaskId(); }
   // Hex; empty outside an actor.
   std::string GetActorId() const { return internal::CurrentActorId(); }
-  // True in an actor whose constructor ran again after its process died.
+  // True in an actor whose constructor ran again after its process died (also inside
+  // that constructor).
   bool WasCurrentActorRestarted() const { return internal::WasCurrentActorRestarted(); }
+  // The GCS address ("HOST:PORT") of the cluster this process is in ("" in local mode):
+  // what another program passes as --orb-address to join it.
+  std::string GetGcsAddress() const { return internal::CurrentGcsAddress(); }
 };
 
 inline RuntimeContext& GetRuntimeContext() {

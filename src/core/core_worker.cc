@@ -599,6 +599,7 @@ std::vector<NodeInfo> CoreWorker::Nodes() {
     info.resources_total.insert(n.resources_total().begin(), n.resources_total().end());
     info.resources_available.insert(n.resources_available().begin(), n.resources_available().end());
     info.labels.insert(n.labels().begin(), n.labels().end());
+    info.object_store_memory = n.object_store_bytes();
     nodes.push_back(std::move(info));
   }
   return nodes;

@@ -114,6 +114,7 @@ class CoreWorker : public Runtime {
   std::string NodeIdHex() const override { return node_id_.Hex(); }
   std::string JobIdHex() const override { return options_.job_id.Hex(); }
   std::string TaskIdHex() const override;
+  std::string GcsAddress() const override { return options_.gcs_address; }
 
   void HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTasksReply* reply, SendReply send);
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,

@@ -9,8 +9,14 @@
 namespace orb {
 namespace {
 
-// "Counter::Create" -> "Counter"; a free factory keeps its own name.
-std::string ClassNameOf(const std::string& factory_name) {
+// "Counter::Create" -> "Counter", "ORB_FUNC(Counter::Create, int)" -> "Counter"; a free
+// factory keeps its own name.
+std::string ClassNameOf(std::string factory_name) {
+  const std::string overload = "ORB_FUNC(";
+  if (factory_name.rfind(overload, 0) == 0) {
+    factory_name = factory_name.substr(overload.size());
+    factory_name = factory_name.substr(0, factory_name.find_first_of(",)"));
+  }
   auto colons = factory_name.rfind("::");
   return colons == std::string::npos ? factory_name : factory_name.substr(0, colons);
 }

@@ -65,8 +65,12 @@ void LocalExecutor::Post(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->stopped) return;
   state_->queue.push_back(std::move(fn));
-  // A thread per slot, started as work arrives; more only while some are blocked.
-  if (state_->idle == 0 && state_->threads < state_->slots) StartThread(state_);
+  // A thread is started when the work could run now and no waiting thread is left to
+  // take it (a thread notified a moment ago still counts as waiting): at most one per
+  // slot, more only while some are blocked.
+  if (state_->queue.size() > static_cast<size_t>(state_->idle) && state_->running < state_->slots) {
+    StartThread(state_);
+  }
   state_->cv.notify_one();
 }
 
@@ -87,7 +91,7 @@ void LocalExecutor::Blocked() {
   if (!state || state->growth != Growth::kWhileBlocked) return;
   std::lock_guard<std::mutex> lock(state->mu);
   --state->running;
-  if (!state->queue.empty() && state->idle == 0) StartThread(state);
+  if (state->queue.size() > static_cast<size_t>(state->idle)) StartThread(state);
   state->cv.notify_all();
 }
 

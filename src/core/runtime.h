@@ -54,6 +54,7 @@ class Runtime {
   virtual std::string NodeIdHex() const = 0;
   virtual std::string JobIdHex() const = 0;
   virtual std::string TaskIdHex() const = 0;  // empty outside a task
+  virtual std::string GcsAddress() const = 0;  // empty when there is no cluster
 
   // Leaves the cluster (or stops local execution).
   virtual void Disconnect() = 0;

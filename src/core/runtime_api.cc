@@ -57,6 +57,13 @@ void ApplyFlags(Config* config, int argc, char** argv) {
       config->ray_namespace = value;
     } else if (name == "--orb-num-cpus") {
       config->num_cpus = std::atof(value.c_str());
+    } else if (name == "--orb-default-actor-lifetime") {
+      std::string lower = value;
+      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+      if (lower != "detached" && lower != "non_detached") {
+        throw Error("--orb-default-actor-lifetime must be detached or non_detached, not '" + value + "'");
+      }
+      config->default_actor_lifetime = lower == "detached" ? ActorLifetime::DETACHED : ActorLifetime::NON_DETACHED;
     } else if (name == "--orb-runtime-env") {
       config->runtime_env = RuntimeEnv::Deserialize(value);
     } else if (name == "--orb-code-search-path") {
@@ -66,7 +73,7 @@ void ApplyFlags(Config* config, int argc, char** argv) {
     } else {
       throw Error("unknown flag " + name +
                   " (known: --orb-address, --orb-token, --orb-namespace, --orb-num-cpus, --orb-code-search-path, "
-                  "--orb-runtime-env)");
+                  "--orb-runtime-env, --orb-default-actor-lifetime)");
     }
   }
 }
@@ -293,6 +300,7 @@ BorrowScope::~BorrowScope() {
 }
 
 std::string CurrentNamespace() { return TheRuntime().NamespaceName(); }
+std::string CurrentGcsAddress() { return TheRuntime().GcsAddress(); }
 std::string CurrentNodeId() { return TheRuntime().NodeIdHex(); }
 std::string CurrentJobId() { return TheRuntime().JobIdHex(); }
 std::string CurrentTaskId() { return TheRuntime().TaskIdHex(); }

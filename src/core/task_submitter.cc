@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <future>
 #include <sstream>
 
@@ -333,17 +334,42 @@ void TaskSubmitter::ReturnLease(RpcClient<rpc::RayletService>* raylet, const Lea
 }
 
 void TaskSubmitter::Shutdown() {
-  std::promise<void> done;
-  loop_->Post([this, &done] {
+  // Every lease goes back, and the raylets' answers are awaited (a while): a return
+  // still in flight when the process's clients are torn down would be cancelled, and
+  // a raylet on another node would hold the lease's resources until it learns the
+  // job ended.
+  struct Returns {
+    std::mutex mu;
+    std::condition_variable cv;
+    int outstanding = 0;
+    bool posted = false;
+  };
+  auto returns = std::make_shared<Returns>();
+  loop_->Post([this, returns] {
     Locked lock(mu_);
     stopped_ = true;
+    int n = 0;
     for (auto& [key, queue] : queues_) {
-      for (auto& [id, lease] : queue.leases) ReturnLease(lease.raylet, id, /*worker_failed=*/false);
+      for (auto& [id, lease] : queue.leases) {
+        ++n;
+        rpc::ReturnWorkerRequest request;
+        request.set_lease_id(id.Binary());
+        lease.raylet->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), request,
+                                                   [returns](const absl::Status&, rpc::ReturnWorkerReply&&) {
+                                                     std::lock_guard<std::mutex> l(returns->mu);
+                                                     --returns->outstanding;
+                                                     returns->cv.notify_all();
+                                                   });
+      }
       queue.leases.clear();
     }
-    done.set_value();
+    std::lock_guard<std::mutex> l(returns->mu);
+    returns->outstanding += n;
+    returns->posted = true;
+    returns->cv.notify_all();
   });
-  done.get_future().wait_for(std::chrono::seconds(2));
+  std::unique_lock<std::mutex> l(returns->mu);
+  returns->cv.wait_for(l, std::chrono::seconds(2), [&] { return returns->posted && returns->outstanding <= 0; });
 }
 
 void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {

@@ -67,6 +67,8 @@ class ActorManager {
 
   void OnNodeDead(const std::string& node_id);
   void OnJobFinished(const std::string& job_id);
+  // Answers the GetActorInfo calls parked here (the GCS is stopping).
+  void AnswerParkedCalls() { waiters_.ExpireAll(); }
   // The group's bundles are gone: its actors end (no restart).
   void OnPlacementGroupRemoved(const std::string& placement_group_id);
 

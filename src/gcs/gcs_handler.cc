@@ -296,6 +296,12 @@ void GcsHandler::HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest
   actors_->HandleReportWorkerFailure(req, reply, std::move(send));
 }
 
+void GcsHandler::AnswerParkedCalls() {
+  publisher_.ExpireAll();
+  actors_->AnswerParkedCalls();
+  placement_groups_->AnswerParkedCalls();
+}
+
 void GcsHandler::HandleGetAllJobs(const rpc::GetAllJobsRequest&, rpc::GetAllJobsReply* reply, SendReply send) {
   for (const auto& [id, job] : jobs_) *reply->add_jobs() = job;
   send(grpc::Status::OK);

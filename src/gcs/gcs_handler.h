@@ -68,6 +68,9 @@ class GcsHandler {
   // Hands a received gossip message to the member; ignored before StartGossip.
   gossip::GossipNode::Received DeliverGossip(const std::string& bytes);
   const std::string& cluster_id() const { return cluster_id_; }
+  // Answers every long poll parked here (pub/sub, actor and placement group waits), so
+  // that stopping the server does not wait for them. On the loop.
+  void AnswerParkedCalls();
   const gossip::GossipNode* gossip() const { return gossip_.get(); }
   ActorManager* actors() { return actors_.get(); }
   PlacementGroupManager* placement_groups() { return placement_groups_.get(); }

@@ -120,6 +120,12 @@ int Main(int argc, char** argv) {
                storage_dir.empty() ? "memory" : storage_dir);
   int sig = WaitForTerminationSignal();
   spdlog::info("gcs_server stopping on signal {}", sig);
+  std::promise<void> answered;
+  loop.Post([&] {
+    (*handler)->AnswerParkedCalls();
+    answered.set_value();
+  });
+  answered.get_future().wait_for(std::chrono::seconds(1));
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   loop.Stop();
   return 0;

@@ -40,6 +40,20 @@ class LongPoll {
     loop_->RunAfter(std::min(wait, std::chrono::milliseconds(60000)), [this, key, id] { Expire(key, id); });
   }
 
+  // Answers every parked reply with its record's current state (the GCS is stopping: a
+  // call left parked would hold up the server's shutdown).
+  void ExpireAll() {
+    auto parked = std::move(parked_);
+    parked_.clear();
+    for (auto& [key, waiting] : parked) {
+      const Record* record = current_(key);
+      for (auto& p : waiting) {
+        if (record) fill_(p.reply, *record);
+        p.send(grpc::Status::OK);
+      }
+    }
+  }
+
   // The record changed: answers every reply it now satisfies.
   void Notify(const std::string& key, const Record& record) {
     auto it = parked_.find(key);

@@ -63,6 +63,8 @@ class PlacementGroupManager {
   void OnNodeDead(const std::string& node_id);
   // Removes the job's groups that are not detached.
   void OnJobFinished(const std::string& job_id);
+  // Answers the GetPlacementGroup calls parked here (the GCS is stopping).
+  void AnswerParkedCalls() { waiters_.ExpireAll(); }
 
  private:
   struct Attempt {

@@ -44,6 +44,12 @@ uint64_t Publisher::Poll(const rpc::PollRequest& request, Reply reply) {
   return id;
 }
 
+void Publisher::ExpireAll() {
+  auto parked = std::move(parked_);
+  parked_.clear();
+  for (auto& p : parked) p.reply(Collect(p.request));
+}
+
 void Publisher::Expire(uint64_t poll_id) {
   for (auto it = parked_.begin(); it != parked_.end(); ++it) {
     if (it->id == poll_id) {

@@ -26,6 +26,8 @@ class Publisher {
   uint64_t Poll(const rpc::PollRequest& request, Reply reply);
   // Answers a parked poll with nothing new (its wait ran out). No-op if already answered.
   void Expire(uint64_t poll_id);
+  // Answers every parked poll (the GCS is stopping).
+  void ExpireAll();
 
   int64_t last_sequence() const { return sequence_; }
 

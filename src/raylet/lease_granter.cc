@@ -376,6 +376,39 @@ void LeaseGranter::SetBlocked(const WorkerID& worker, bool blocked) {
   }
 }
 
+void LeaseGranter::OnJobFinished(const JobID& job) {
+  int reclaimed = 0;
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    const WorkerProcess* worker = pool_->Find(it->second.worker);
+    if (!worker || worker->job != job || worker->held_by_gcs) {
+      ++it;
+      continue;
+    }
+    available_.Add(HeldBy(it->second));
+    ReleaseGpus(it->second);
+    lease_of_worker_.erase(it->second.worker);
+    pool_->Kill(it->second.worker);
+    it = leases_.erase(it);
+    ++reclaimed;
+  }
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->job != job) {
+      ++it;
+      continue;
+    }
+    rpc::RequestWorkerLeaseReply reply;
+    reply.set_rejected(true);
+    reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
+    reply.mutable_error()->set_message("job " + job.Hex() + " has finished");
+    auto callback = std::move(it->callback);
+    it = queue_.erase(it);
+    callback(std::move(reply));
+  }
+  if (reclaimed > 0) spdlog::info("job {} finished: reclaimed {} lease(s) it left here", job.Hex(), reclaimed);
+  pool_->StopWorkersOf(job);
+  Dispatch();
+}
+
 void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
   auto lid = lease_of_worker_.find(worker.id);
   if (lid != lease_of_worker_.end()) {

@@ -57,6 +57,9 @@ class LeaseGranter {
   // A worker or driver died: release the lease it ran under, drop the requests it made,
   // and reclaim the leases it held (their workers run orphaned tasks and are stopped).
   void OnWorkerDeath(const WorkerProcess& worker);
+  // `job` ended: reclaim the leases its drivers and workers hold here (except those the
+  // GCS holds for actors), kill their workers, and drop its waiting requests.
+  void OnJobFinished(const JobID& job);
   // Grants whatever can be granted now. Call after anything that frees resources or workers.
   void Dispatch();
   // Replaces what this node knows of the other nodes (the local entry is always live),

@@ -138,6 +138,9 @@ absl::Status Raylet::Start() {
   auto cluster_id = RegisterWithGcs();
   if (!cluster_id.ok()) return cluster_id.status();
   StartGossip(*cluster_id);
+  job_watcher_ = std::make_unique<JobWatcher>(gcs_.get(), &loop_,
+                                              [this](const JobID& job) { lease_granter_->OnJobFinished(job); });
+  job_watcher_->Start();
   loop_.RunEvery(std::chrono::milliseconds(50), [this] {
     worker_pool_->ReapDead();
     return !stopping_;
@@ -155,6 +158,7 @@ absl::Status Raylet::Start() {
 void Raylet::Stop() {
   if (stopping_) return;
   stopping_ = true;
+  if (job_watcher_) job_watcher_->Stop();
   object_stream_.reset();  // its connections pin objects through the loop: first
   std::promise<void> drained;
   loop_.Post([this, &drained] {

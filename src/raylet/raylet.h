@@ -20,6 +20,7 @@
 #include "gcs_service.grpc.pb.h"
 #include "gossip/gossip_node.h"
 #include "gossip/grpc_transport.h"
+#include "raylet/job_watcher.h"
 #include "raylet/lease_granter.h"
 #include "raylet/object_manager/object_puller.h"
 #include "raylet/object_manager/object_stream_server.h"
@@ -101,6 +102,7 @@ class Raylet {
   LocalObjectStore object_store_;
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
+  std::unique_ptr<JobWatcher> job_watcher_;
   std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<ObjectStreamServer> object_stream_;
   std::unique_ptr<BundleManager> bundles_;

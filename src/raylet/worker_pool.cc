@@ -128,6 +128,14 @@ void WorkerPool::Kill(const WorkerID& id) {
   // ReapDead() collects it and reports the death.
 }
 
+void WorkerPool::StopWorkersOf(const JobID& job) {
+  for (auto& [id, w] : workers_) {
+    if (w.job == job && !w.is_driver && !w.held_by_gcs && w.state != WorkerProcess::State::kLeased) {
+      ::kill(w.pid, SIGKILL);
+    }
+  }
+}
+
 void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it) {
   WorkerProcess dead = it->second;
   workers_.erase(it);

@@ -75,6 +75,8 @@ class WorkerPool {
   // Stops idle workers past the idle timeout.
   void StopIdleWorkers();
   void KillAll();
+  // Kills the idle workers of a finished job (not those the GCS holds for actors).
+  void StopWorkersOf(const JobID& job);
 
   int NumStarting(const JobID& job, const std::string& runtime_env = "") const;
   int NumStartingTotal() const;

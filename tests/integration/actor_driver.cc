@@ -6,11 +6,21 @@
 //   actor_driver --orb-address=A create-group NAME      a placement group of this job
 //   actor_driver --orb-address=A create-detached-group NAME   one that outlives the job
 //   actor_driver --orb-address=A group-state NAME       the named group's state
+//   actor_driver --orb-address=A hold-far NAME          a task holding {"far": 1} until killed
 // Prints "value N", "group STATE" or "not found".
 #include <orb/api.h>
 
 #include <cstring>
 #include <iostream>
+
+#include <fstream>
+#include <thread>
+
+int HoldFor(int seconds) {
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  return seconds;
+}
+ORB_REMOTE(HoldFor);
 
 class Counter {
  public:
@@ -27,7 +37,15 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--orb-", 6) == 0) continue;
     (command.empty() ? command : name) = argv[i];
   }
-  if (command == "create-group" || command == "create-detached-group") {
+  if (command == "hold-far") {
+    // Leased on the node that has "far"; NAME is a file written once the task runs.
+    auto held = orb::Task(HoldFor).SetResource("far", 1).Remote(600);
+    std::vector<orb::ObjectRef<int>> refs{held};
+    orb::Wait(refs, 1, 1000);
+    std::ofstream(name) << "holding";
+    std::this_thread::sleep_for(std::chrono::seconds(600));
+    return 0;
+  } else if (command == "create-group" || command == "create-detached-group") {
     orb::PlacementGroupCreationOptions options{name, {{{"CPU", 2}}}, orb::PlacementStrategy::PACK};
     if (command == "create-detached-group") options.SetLifetime(orb::ActorLifetime::DETACHED);
     auto pg = orb::CreatePlacementGroup(options);

@@ -55,6 +55,22 @@ groups=$("$orb" list placement-groups)
 echo "$groups"
 [[ $(grep -c "REMOVED" <<<"$groups") -ge 2 ]]
 
+echo "--- a driver killed while another node runs its task: that node reclaims the lease"
+"$orb" start --address "$address" --num-cpus 1 --resources '{"far": 1}' >/dev/null
+"$driver" --orb-address="$address" hold-far "$ORB_TEMP_DIR/holding" >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 1 100); do [[ -e "$ORB_TEMP_DIR/holding" ]] && break; sleep 0.1; done
+[[ -e "$ORB_TEMP_DIR/holding" ]]
+grep -q "1.0/1.0 far" <<<"$("$orb" status)"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null || true
+for _ in $(seq 1 100); do
+  grep -q "0.0/1.0 far" <<<"$("$orb" status)" && break
+  sleep 0.2
+done
+"$orb" status | grep far
+grep -q "0.0/1.0 far" <<<"$("$orb" status)"
+
 echo "--- the GCS killed and restarted on its storage keeps the actor table"
 gcs=$(cat "$session/gcs.pid")
 port=${address##*:}

@@ -124,6 +124,7 @@ std::string CurrentActorId();  // hex; empty outside an actor
 bool WasCurrentActorRestarted();
 
 std::string CurrentNamespace();
+std::string CurrentGcsAddress();
 std::string CurrentNodeId();
 std::string CurrentJobId();
 std::string CurrentTaskId();
