@@ -1,6 +1,5 @@
 #include "core/local_mode_runtime.h"
 
-#include <cxxabi.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -8,6 +7,7 @@
 
 #include "common/id.h"
 #include "common/runtime_env_spec.h"
+#include "core/exception_names.h"
 #include "core/task_options_check.h"
 #include "orb/internal/function_registry.h"
 
@@ -50,13 +50,6 @@ class BytesBuffer : public internal::ValueBuffer {
   std::shared_ptr<const std::string> bytes_;
 };
 
-std::string TypeName(const std::exception& e) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : typeid(e).name();
-  std::free(demangled);
-  return name;
-}
 
 std::chrono::steady_clock::time_point DeadlineFor(int64_t timeout_ms) {
   if (timeout_ms < 0) return std::chrono::steady_clock::time_point::max();
@@ -250,7 +243,7 @@ void LocalModeRuntime::RunAndComplete(const std::string& return_id, const std::s
   } catch (const Error& e) {
     error = std::make_exception_ptr(TaskError(name + ": " + e.what()));
   } catch (const std::exception& e) {
-    error = std::make_exception_ptr(TaskError(name + ": " + TypeName(e) + ": " + e.what()));
+    error = std::make_exception_ptr(TaskError(name + ": " + ExceptionTypeName(e) + ": " + e.what()));
   } catch (...) {
     error = std::make_exception_ptr(TaskError(name + ": threw a non-standard exception"));
   }
@@ -301,7 +294,7 @@ void LocalModeRuntime::ConstructActor(const std::shared_ptr<Actor>& actor, bool 
       if (!factory) throw Error("actor factory '" + actor->factory + "' is not registered (ORB_REMOTE)");
       instance = (*factory)(ResolveArgs(*actor->args));
     } catch (const std::exception& e) {
-      failure = "the constructor failed: " + actor->factory + ": " + TypeName(e) + ": " + e.what();
+      failure = "the constructor failed: " + actor->factory + ": " + ExceptionTypeName(e) + ": " + e.what();
     }
     std::lock_guard<std::mutex> lock(actor->mu);
     if (actor->state == Actor::State::kDead) return;  // killed meanwhile

@@ -1,10 +1,8 @@
 #include "core/task_receiver.h"
 
-#include <cxxabi.h>
-
 #include <cstdlib>
-#include <typeinfo>
 
+#include "core/exception_names.h"
 #include "orb/internal/function_registry.h"
 
 namespace orb {
@@ -19,15 +17,6 @@ class InlineArg : public internal::ValueBuffer {
  private:
   const std::string* bytes_;  // owned by the request, which outlives the call
 };
-
-// "std::logic_error" for a std::logic_error: what a user reads in a task's error.
-std::string TypeName(const std::exception& e) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : typeid(e).name();
-  std::free(demangled);
-  return name;
-}
 
 }  // namespace
 
@@ -204,7 +193,7 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
     return fail(rpc::TASK_ERROR, spec.function_name() + ": " + e.what());
   } catch (const std::exception& e) {
     hooks_.set_current_task("");
-    return fail(rpc::TASK_ERROR, spec.function_name() + ": " + TypeName(e) + ": " + e.what());
+    return fail(rpc::TASK_ERROR, spec.function_name() + ": " + ExceptionTypeName(e) + ": " + e.what());
   } catch (...) {
     hooks_.set_current_task("");
     return fail(rpc::TASK_ERROR, spec.function_name() + ": threw a non-standard exception");
