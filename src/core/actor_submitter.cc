@@ -71,8 +71,11 @@ void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
     std::vector<Call> batch;
     size_t n = std::min<size_t>(actor.waiting.size(), kMaxBatch);
     for (size_t i = 0; i < n; ++i) {
+      bool suspect = actor.waiting.front().suspect;
+      if (suspect && !batch.empty()) break;  // a suspect goes alone
       batch.push_back(std::move(actor.waiting.front()));
       actor.waiting.pop_front();
+      if (suspect) break;
     }
     SendBatch(actor_id, actor, std::move(batch));
   }
@@ -91,6 +94,9 @@ void ActorSubmitter::SendBatch(const std::string& actor_id, ActorState& actor, s
   std::string address = NodeID::FromBinary(a.node_id()) == local_node_ && !a.unix_socket().empty()
                             ? "unix:" + a.unix_socket()
                             : a.ip() + ":" + std::to_string(a.port());
+  if (calls.size() > 1) {
+    for (const auto& call : calls) in_flight_calls_[call.spec.task_id()] = {actor_id, batch};
+  }
   actor.in_flight[batch] = std::move(calls);
   CallOptions options;
   options.timeout = std::chrono::hours(24 * 365);  // a method may run as long as it likes
@@ -108,7 +114,11 @@ void ActorSubmitter::OnBatchDone(const std::string& actor_id, uint64_t batch, co
   ActorState& actor = actors_[actor_id];
   auto it = actor.in_flight.find(batch);
   if (it == actor.in_flight.end()) return;
-  std::vector<Call> calls = std::move(it->second);
+  std::vector<Call> calls;
+  for (auto& call : it->second) {
+    in_flight_calls_.erase(call.spec.task_id());
+    if (!call.done) calls.push_back(std::move(call));
+  }
   actor.in_flight.erase(it);
   if (status.ok()) {
     std::unordered_map<std::string, rpc::TaskResult*> by_task;
@@ -131,16 +141,40 @@ void ActorSubmitter::OnBatchDone(const std::string& actor_id, uint64_t batch, co
   // GCS says where it lives again, in the original order, ahead of later calls.
   actor.reachable = false;
   std::string why = Describe(actor.info) + " died while running this call (" + std::string(status.message()) + ")";
+  bool alone = calls.size() == 1;  // then it was the call running
   for (auto call = calls.rbegin(); call != calls.rend(); ++call) {
     if (call->retries_left == 0) {
       FailCall(*call, rpc::ACTOR_DIED, why + "; SetMaxTaskRetries(n) lets calls in flight run again after a restart");
       continue;
     }
-    if (call->retries_left > 0) --call->retries_left;
-    call->spec.set_attempt(call->spec.attempt() + 1);
+    if (alone) {
+      if (call->retries_left > 0) --call->retries_left;
+      call->spec.set_attempt(call->spec.attempt() + 1);
+      call->suspect = false;
+    } else {
+      call->suspect = true;
+    }
     actor.waiting.push_front(std::move(*call));
   }
   Pump(actor_id, actor);
+}
+
+bool ActorSubmitter::CompleteEarly(rpc::TaskResult result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto index = in_flight_calls_.find(result.task_id());
+  if (index == in_flight_calls_.end()) return false;
+  auto [actor_id, batch] = index->second;
+  ActorState& actor = actors_[actor_id];
+  auto it = actor.in_flight.find(batch);
+  if (it == actor.in_flight.end()) return false;
+  for (auto& call : it->second) {
+    if (call.spec.task_id() != result.task_id() || call.done) continue;
+    call.done = true;
+    if (result.value().error().type() == rpc::ACTOR_DIED) actor.reachable = false;  // ExitActor
+    Complete(call.spec, std::move(*result.mutable_value()));
+    return true;
+  }
+  return false;
 }
 
 void ActorSubmitter::Watch(const std::string& actor_id, ActorState& actor) {

@@ -10,6 +10,10 @@
 // A batch whose push fails (the actor's process died): its calls with retries left
 // (the actor's max_task_retries) are queued again in front, in order, and sent once the
 // GCS reports the actor alive again (restarted); the others fail with ActorDiedError.
+// A call alone in its batch was the one running and is charged a retry; calls of a
+// larger batch are not (which one ran is not known) but go again one per batch, so a
+// call that kills the actor uses up only its own retries. Results a worker reports
+// before its batch's reply complete their calls at once (CompleteEarly).
 // When the GCS reports the actor dead, every call waiting fails with its death reason
 // (a TaskError when its constructor threw).
 //
@@ -43,11 +47,16 @@ class ActorSubmitter {
   // This process just killed the actor: later calls fail at once (no_restart), or wait
   // for the GCS to report it again (a restart), instead of reaching the dying process.
   void OnKilled(const std::string& actor_id, bool no_restart);
+  // A result reported before its batch's reply: completes the call if it is one of
+  // this submitter's in flight; false otherwise.
+  bool CompleteEarly(rpc::TaskResult result);
 
  private:
   struct Call {
     rpc::TaskSpec spec;
     int retries_left = 0;  // -1: without limit
+    bool suspect = false;  // was in a batch whose process died, not charged: sent alone
+    bool done = false;     // completed by an early report
   };
   struct ActorState {
     rpc::ActorInfo info;
@@ -74,6 +83,8 @@ class ActorSubmitter {
   NodeID local_node_;
   std::mutex mu_;
   std::unordered_map<std::string, ActorState> actors_;  // guarded by mu_
+  // Calls of batches in flight by task ID: (actor ID, batch number). Guarded by mu_.
+  std::unordered_map<std::string, std::pair<std::string, uint64_t>> in_flight_calls_;
   bool stopped_ = false;                                 // guarded by mu_
 };
 

@@ -24,6 +24,7 @@ class CoreWorkerGrpcService : public rpc::CoreWorkerService::CallbackService {
   ORB_SERVICE_METHOD(PushTasks)
   ORB_SERVICE_METHOD(GetObjectStatus)
   ORB_SERVICE_METHOD(UpdateBorrowers)
+  ORB_SERVICE_METHOD(ReportTaskResults)
   ORB_SERVICE_METHOD(Exit)
 
  private:
@@ -143,6 +144,17 @@ absl::Status CoreWorker::Start() {
     hosted_actor_restarted_ = restarted;
   };
   hooks.on_actor_exit = [this](const std::string& actor_id) { KillActor(actor_id, /*no_restart=*/true, "exited by orb::ExitActor()"); };
+  hooks.report_results = [this](const rpc::Address& caller, std::vector<rpc::TaskResult> results,
+                                 std::function<void(bool)> done) {
+    rpc::ReportTaskResultsRequest request;
+    for (auto& r : results) *request.add_results() = std::move(r);
+    CallOptions call;
+    call.timeout = std::chrono::milliseconds(10000);
+    worker_clients_->Get(caller.ip() + ":" + std::to_string(caller.port()))
+        ->Call<rpc::ReportTaskResultsReply>(
+            ORB_RPC(ReportTaskResults), request,
+            [done](const absl::Status& status, rpc::ReportTaskResultsReply&&) { done(status.ok()); }, call);
+  };
   receiver_ = std::make_unique<TaskReceiver>(hooks);
   service_ = std::make_unique<CoreWorkerGrpcService>(this, ServiceContext{nullptr, options_.token});
   std::error_code ec;
@@ -636,6 +648,15 @@ void CoreWorker::HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, r
   if (!answered->load()) {
     loop_.RunAfter(std::chrono::milliseconds(std::max(0, req.wait_ms())), [answer] { answer(nullptr); });
   }
+}
+
+void CoreWorker::HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply*,
+                                         SendReply send) {
+  for (const auto& result : req.results()) {
+    if (submitter_ && submitter_->CompleteEarly(result)) continue;
+    if (actor_submitter_) actor_submitter_->CompleteEarly(result);
+  }
+  send(grpc::Status::OK);
 }
 
 void CoreWorker::HandleExit(const rpc::ExitRequest&, rpc::ExitReply*, SendReply send) {

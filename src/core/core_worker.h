@@ -120,6 +120,9 @@ class CoreWorker : public Runtime {
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,
                              SendReply send);
   void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
+  // A worker's results that came before the rest of their batch (TaskReceiver).
+  void HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply* reply,
+                               SendReply send);
   void HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply, SendReply send);
 
  private:

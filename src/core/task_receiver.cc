@@ -45,11 +45,54 @@ void TaskReceiver::Run() {
       continue;
     }
     BatchResults results(*batch.request);
-    for (int i = 0; i < batch.request->tasks_size(); ++i) results.Set(i, Execute(batch.request->tasks(i), &results));
-    results.MoveInto(batch.reply);
+    int unreported = RunInOrder(batch, &results);
+    results.MoveInto(batch.reply, unreported);
     batch.send(grpc::Status::OK);
     if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
   }
+}
+
+int TaskReceiver::RunInOrder(const Batch& batch, BatchResults* results) {
+  const int n = batch.request->tasks_size();
+  struct Reports {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool in_flight = false;  // guarded by mu
+    int confirmed = 0;       // results [0, confirmed) reached the caller; guarded by mu
+    bool failed = false;     // a report failed: the reply carries the rest; guarded by mu
+  };
+  auto reports = std::make_shared<Reports>();
+  auto since = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    results->Set(i, Execute(batch.request->tasks(i), results));
+    if (i + 1 == n || !hooks_.report_results) continue;
+    auto now = std::chrono::steady_clock::now();
+    if (now - since < kEarlyReportAfter) continue;
+    int from;
+    {
+      std::lock_guard<std::mutex> lock(reports->mu);
+      if (reports->in_flight || reports->failed) continue;
+      reports->in_flight = true;
+      from = reports->confirmed;
+    }
+    since = now;
+    int to = i + 1;
+    hooks_.report_results(batch.request->tasks(0).caller(), results->Copy(from, to), [reports, to](bool ok) {
+      std::lock_guard<std::mutex> lock(reports->mu);
+      reports->in_flight = false;
+      if (ok) {
+        reports->confirmed = to;
+      } else {
+        reports->failed = true;
+      }
+      reports->cv.notify_all();
+    });
+  }
+  // The reply goes after the last report is answered, so the caller records reported
+  // results before it reads the reply.
+  std::unique_lock<std::mutex> lock(reports->mu);
+  reports->cv.wait(lock, [&] { return !reports->in_flight; });
+  return reports->confirmed;
 }
 
 void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
@@ -115,9 +158,14 @@ const rpc::ObjectValue& TaskReceiver::BatchResults::Await(int slot) {
   return results_[slot].value();  // never changes once set
 }
 
-void TaskReceiver::BatchResults::MoveInto(rpc::PushTasksReply* reply) {
+void TaskReceiver::BatchResults::MoveInto(rpc::PushTasksReply* reply, int from) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& result : results_) *reply->add_results() = std::move(result);
+  for (size_t i = from; i < results_.size(); ++i) *reply->add_results() = std::move(results_[i]);
+}
+
+std::vector<rpc::TaskResult> TaskReceiver::BatchResults::Copy(int from, int to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::vector<rpc::TaskResult>(results_.begin() + from, results_.begin() + to);
 }
 
 rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* batch) {

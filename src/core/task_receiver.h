@@ -2,8 +2,12 @@
 //
 // PushTasks arrives on a gRPC thread and is queued; Run() (the worker's main thread)
 // takes each batch, resolves arguments, calls the registered function, stores a large
-// result in the node's object store, and answers with every result. A task that throws
+// result in the node's object store, and answers with the results. A task that throws
 // answers a TASK_ERROR naming the function and the message; the worker keeps serving.
+// While a batch runs long (kEarlyReportAfter since its start or its last report), the
+// results finished so far go to the caller at once (report_results, one call at a
+// time), so that they are visible before the batch ends and survive a crash later in
+// it; the batch's reply, sent once the last report is answered, carries the rest.
 //
 // A call whose argument is the result of an earlier call in the same batch (an actor's
 // `a.Task(&C::Add).Remote(r1)` right after the call that makes r1) takes that result
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,6 +43,9 @@ namespace orb {
 
 class TaskReceiver {
  public:
+  // A batch running longer than this reports the results it has so far.
+  static constexpr std::chrono::milliseconds kEarlyReportAfter{10};
+
   // How the receiver reaches the rest of the core worker.
   struct Hooks {
     // Resolves a by-reference argument to its bytes; throws orb::Error on failure.
@@ -54,6 +62,11 @@ class TaskReceiver {
     std::function<void(const std::string& actor_id, bool restarted)> on_actor_created;
     // A method called orb::ExitActor(); its reply has been sent.
     std::function<void(const std::string& actor_id)> on_actor_exit;
+    // Sends results to the caller ahead of the batch's reply; `done(ok)` runs once the
+    // caller has recorded them (or the call failed). Null: no early reports.
+    std::function<void(const rpc::Address& caller, std::vector<rpc::TaskResult> results,
+                       std::function<void(bool ok)> done)>
+        report_results;
   };
 
   explicit TaskReceiver(Hooks hooks) : hooks_(std::move(hooks)) {}
@@ -74,8 +87,10 @@ class TaskReceiver {
     void Set(int slot, rpc::TaskResult result);
     // Waits until slot `slot` is set.
     const rpc::ObjectValue& Await(int slot);
-    // Moves every result into `reply`, in task order. REQUIRES: all are set.
-    void MoveInto(rpc::PushTasksReply* reply);
+    // Moves the results from slot `from` on into `reply`, in task order. REQUIRES: all set.
+    void MoveInto(rpc::PushTasksReply* reply, int from = 0);
+    // Copies of the results of slots [from, to). REQUIRES: those are set.
+    std::vector<rpc::TaskResult> Copy(int from, int to);
 
    private:
     std::unordered_map<std::string, int> slot_by_return_id_;  // constant after construction
@@ -90,6 +105,9 @@ class TaskReceiver {
     SendReply send;
   };
   rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch);
+  // Runs a batch in order on this thread, reporting results early while it runs long;
+  // the slot from which the reply must carry results.
+  int RunInOrder(const Batch& batch, BatchResults* results);
   // Runs a batch of actor calls on the pool; answers when all are done.
   void RunOnPool(Batch batch);
   // CUDA_VISIBLE_DEVICES = the GPUs of the batch's lease (unset when it holds none).

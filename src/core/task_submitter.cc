@@ -224,40 +224,52 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   for (int32_t gpu : lease.gpu_ids) request.add_gpu_ids(gpu);
   std::vector<rpc::TaskSpec> batch;
   for (int i = 0; i < batch_size && !queue.pending.empty(); ++i) {
+    // A task that was in a batch whose worker died goes alone, so that if it is the
+    // one that kills workers, it alone is charged for it.
+    bool suspect = queue.suspects.count(queue.pending.front().task_id()) > 0;
+    if (suspect && !batch.empty()) break;
     batch.push_back(std::move(queue.pending.front()));
     queue.pending.pop_front();
     *request.add_tasks() = batch.back();
+    if (suspect) break;
   }
   lease.batches_in_flight++;
   lease.idle_epoch++;
   spdlog::debug("pushing {} task(s) to lease {}", batch.size(), lease.id.Hex().substr(0, 8));
+  auto pushed = in_flight_.Add(std::move(batch));
   CallOptions call;
   call.timeout = std::chrono::hours(24 * 365);  // tasks may run for as long as they like
   LeaseID lease_id = lease.id;
   lease.client->Call<rpc::PushTasksReply>(
       ORB_RPC(PushTasks), request,
-      [this, key, lease_id, batch = std::move(batch)](const absl::Status& status, rpc::PushTasksReply&& reply) mutable {
+      [this, key, lease_id, pushed](const absl::Status& status, rpc::PushTasksReply&& reply) mutable {
+        // Tasks whose results came early are done; the rest are this reply's.
+        std::vector<rpc::TaskSpec> remaining = in_flight_.Finish(pushed);
         if (status.ok() && !holding_lock) {
           // On the gRPC thread, no hop through the loop: free the lease for the next
           // push first, then record the results, waking any Get. A blocking caller's
           // next task can then go out from its own thread at once.
           {
             Locked lock(mu_);
-            OnBatchDone(key, lease_id, {}, status);
+            OnBatchDone(key, lease_id, remaining, status);
           }
-          CompleteBatch(batch, reply);
+          CompleteBatch(remaining, reply);
           return;
         }
-        if (status.ok()) {
-          CompleteBatch(batch, reply);
-          batch.clear();
-        }
-        loop_->Post([this, key, lease_id, batch = std::move(batch), status]() mutable {
+        if (status.ok()) CompleteBatch(remaining, reply);
+        loop_->Post([this, key, lease_id, remaining = std::move(remaining), status]() mutable {
           Locked lock(mu_);
-          OnBatchDone(key, lease_id, std::move(batch), status);
+          OnBatchDone(key, lease_id, std::move(remaining), status);
         });
       },
       call);
+}
+
+bool TaskSubmitter::CompleteEarly(rpc::TaskResult result) {
+  std::optional<rpc::TaskSpec> spec = in_flight_.TakeEarly(result.task_id());
+  if (!spec) return false;
+  Complete(*spec, std::move(*result.mutable_value()));
+  return true;
 }
 
 void TaskSubmitter::CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply) {
@@ -278,6 +290,7 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
   ShapeQueue& queue = queues_[key];
   auto lease_it = queue.leases.find(lease_id);
   if (status.ok()) {
+    for (const auto& spec : batch) queue.suspects.erase(spec.task_id());
     if (lease_it != queue.leases.end()) {
       lease_it->second.batches_in_flight--;
       if (queue.pending.empty() && lease_it->second.batches_in_flight == 0) {
@@ -294,22 +307,48 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
     Pump(key);
     return;
   }
-  // The worker is gone (or unreachable): drop the lease and retry what it held.
+  // The worker is gone (or unreachable): drop the lease, learn from its raylet how the
+  // worker ended, then retry what it held.
   spdlog::warn("worker at {} failed while running {} task(s): {}",
                lease_it != queue.leases.end() ? AddressString(lease_it->second.address) : "?", batch.size(),
                status.ToString());
-  if (lease_it != queue.leases.end()) {
-    RpcClient<rpc::RayletService>* raylet = lease_it->second.raylet;
-    queue.leases.erase(lease_it);
-    ReturnLease(raylet, lease_id, /*worker_failed=*/true);
-  }
-  for (auto& spec : batch) {
-    if (spec.attempt() < spec.max_retries()) {
+  if (lease_it == queue.leases.end()) return OnWorkerLost(key, std::move(batch), std::string(status.message()));
+  RpcClient<rpc::RayletService>* raylet = lease_it->second.raylet;
+  queue.leases.erase(lease_it);
+  rpc::ReturnWorkerRequest request;
+  request.set_lease_id(lease_id.Binary());
+  request.set_worker_failed(true);
+  std::string fallback(status.message());
+  raylet->Call<rpc::ReturnWorkerReply>(
+      ORB_RPC(ReturnWorker), request,
+      [this, key, fallback, batch = std::move(batch)](const absl::Status& s, rpc::ReturnWorkerReply&& reply) mutable {
+        std::string cause = s.ok() && !reply.worker_exit().empty() ? reply.worker_exit() : fallback;
+        loop_->Post([this, key, cause, batch = std::move(batch)]() mutable {
+          Locked lock(mu_);
+          OnWorkerLost(key, std::move(batch), cause);
+        });
+      });
+}
+
+void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSpec> batch, const std::string& cause) {
+  ShapeQueue& queue = queues_[key];
+  // Alone in its batch, the task was the one running: it is charged a retry. With
+  // others, which one was running is not known: none is charged, and each goes again
+  // alone (see PushBatch), so a task that kills workers is found out without failing
+  // the healthy ones pushed with it.
+  bool alone = batch.size() == 1;
+  for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+    rpc::TaskSpec& spec = *it;
+    if (!alone) {
+      queue.suspects.insert(spec.task_id());
+      queue.pending.push_front(std::move(spec));
+    } else if (spec.attempt() < spec.max_retries()) {
       spec.set_attempt(spec.attempt() + 1);
-      queue.pending.push_back(std::move(spec));
+      queue.pending.push_front(std::move(spec));
     } else {
+      queue.suspects.erase(spec.task_id());
       Fail(spec, rpc::WORKER_CRASHED,
-           "the worker running task '" + spec.function_name() + "' died (" + std::string(status.message()) + "); " +
+           "the worker running task '" + spec.function_name() + "' died (" + cause + "); " +
                std::to_string(spec.max_retries()) + " retries used");
     }
   }

@@ -22,10 +22,12 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/event_loop.h"
 #include "common/id.h"
 #include "common/rpc.h"
+#include "core/in_flight_tasks.h"
 #include "core/object_table.h"
 #include "core/worker_client_pool.h"
 #include "core_worker_service.grpc.pb.h"
@@ -52,6 +54,9 @@ class TaskSubmitter {
 
   // Takes one task. Its return object must already be pending in the ObjectTable.
   void Submit(rpc::TaskSpec spec);
+  // A result a worker reported before its batch's reply: completes the task if it is
+  // one of this submitter's in flight; false otherwise. Thread-safe.
+  bool CompleteEarly(rpc::TaskResult result);
   // Returns every lease and stops submitting: nothing queued is sent from now on. Must
   // be called on a thread other than the loop's.
   void Shutdown();
@@ -71,6 +76,8 @@ class TaskSubmitter {
     rpc::SchedulingOptions scheduling;
     std::string runtime_env;
     std::deque<rpc::TaskSpec> pending;
+    // Tasks of a batch whose worker died, not charged for it: pushed alone until one runs.
+    std::unordered_set<std::string> suspects;
     std::unordered_map<LeaseID, Lease> leases;
     int lease_requests = 0;
   };
@@ -85,9 +92,12 @@ class TaskSubmitter {
   void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
   // Records every result of a finished batch. Thread-safe (touches only the ObjectTable).
   void CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply);
-  // Lease bookkeeping after a batch; on failure, retries or fails `batch`.
+  // Lease bookkeeping after a batch; on failure, returns the lease, then OnWorkerLost.
   void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
                    const absl::Status& status);
+  // The worker running `batch` (the tasks without results) ended for `cause`: retries or
+  // fails them.
+  void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
   void ReturnLease(RpcClient<rpc::RayletService>* raylet, const LeaseID& lease_id, bool worker_failed);
   // Complete and Fail are thread-safe.
@@ -96,6 +106,7 @@ class TaskSubmitter {
 
   EventLoop* loop_;
   ObjectTable* objects_;
+  InFlightTasks in_flight_;
   RpcClient<rpc::RayletService>* raylet_;
   RayletClientPool* raylets_;
   WorkerClientPool* workers_;

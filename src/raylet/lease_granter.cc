@@ -306,6 +306,11 @@ ResourceSet LeaseGranter::HeldBy(const Lease& lease) {
   return held;
 }
 
+WorkerID LeaseGranter::WorkerOfLease(const LeaseID& lease_id) const {
+  auto it = leases_.find(lease_id);
+  return it == leases_.end() ? WorkerID() : it->second.worker;
+}
+
 void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
   auto it = leases_.find(lease_id);
   spdlog::debug("lease {} returned{}", lease_id.Hex().substr(0, 8), worker_failed ? " (worker failed)" : "");

@@ -53,6 +53,8 @@ class LeaseGranter {
 
   void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
   void ReturnLease(const LeaseID& lease, bool worker_failed);
+  // The worker a lease runs on; nil when the lease is not (any more) known.
+  WorkerID WorkerOfLease(const LeaseID& lease) const;
   void SetBlocked(const WorkerID& worker, bool blocked);
   // A worker or driver died: release the lease it ran under, drop the requests it made,
   // and reclaim the leases it held (their workers run orphaned tasks and are stopped).

@@ -379,8 +379,26 @@ void Raylet::HandleRequestWorkerLease(const rpc::RequestWorkerLeaseRequest& req,
   });
 }
 
-void Raylet::HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply*, SendReply send) {
-  lease_granter_->ReturnLease(LeaseID::FromBinary(req.lease_id()), req.worker_failed());
+void Raylet::HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply* reply, SendReply send) {
+  LeaseID lease = LeaseID::FromBinary(req.lease_id());
+  WorkerID worker = lease_granter_->WorkerOfLease(lease);
+  lease_granter_->ReturnLease(lease, req.worker_failed());
+  if (!req.worker_failed()) return send(grpc::Status::OK);
+  // The caller lost the worker: answer once the process is seen to end (a crashed one
+  // is reaped within a moment), saying how — "killed by signal 9", not "Socket closed".
+  AnswerWithWorkerExit(worker, reply, std::move(send), std::chrono::steady_clock::now() + kWorkerExitWait);
+}
+
+void Raylet::AnswerWithWorkerExit(const WorkerID& worker, rpc::ReturnWorkerReply* reply, SendReply send,
+                                  std::chrono::steady_clock::time_point deadline) {
+  std::optional<std::string> how = worker.IsNil() ? std::nullopt : worker_pool_->ExitOf(worker);
+  if (!how && std::chrono::steady_clock::now() < deadline && !stopping_) {
+    loop_.RunAfter(kWorkerExitPoll, [this, worker, reply, send = std::move(send), deadline]() mutable {
+      AnswerWithWorkerExit(worker, reply, std::move(send), deadline);
+    });
+    return;
+  }
+  if (how) reply->set_worker_exit(*how);
   send(grpc::Status::OK);
 }
 

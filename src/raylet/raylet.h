@@ -8,6 +8,8 @@
 // event loop; gRPC handlers post into it.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,6 +69,13 @@ class Raylet {
   void HandleRequestWorkerLease(const rpc::RequestWorkerLeaseRequest& req, rpc::RequestWorkerLeaseReply* reply,
                                 SendReply send);
   void HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply* reply, SendReply send);
+  // Answers a ReturnWorker for a failed worker with how its process ended, once it has
+  // (looking again every kWorkerExitPoll), or without after `deadline`.
+  void AnswerWithWorkerExit(const WorkerID& worker, rpc::ReturnWorkerReply* reply, SendReply send,
+                            std::chrono::steady_clock::time_point deadline);
+  // How long a ReturnWorker for a failed worker waits to see the process end.
+  static constexpr std::chrono::milliseconds kWorkerExitWait{1000};
+  static constexpr std::chrono::milliseconds kWorkerExitPoll{20};
   void HandleNotifyBlocked(const rpc::NotifyBlockedRequest& req, rpc::NotifyBlockedReply* reply, SendReply send);
   void HandleCreateObject(const rpc::CreateObjectRequest& req, rpc::CreateObjectReply* reply, SendReply send);
   void HandleSealObject(const rpc::SealObjectRequest& req, rpc::SealObjectReply* reply, SendReply send);
@@ -117,7 +126,7 @@ class Raylet {
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};  // set by Stop() on the main thread, read on the loop
 };
 
 }  // namespace orb

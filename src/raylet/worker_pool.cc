@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +125,7 @@ void WorkerPool::PushIdle(const WorkerID& id) {
 void WorkerPool::Kill(const WorkerID& id) {
   auto it = workers_.find(id);
   if (it == workers_.end() || it->second.is_driver) return;
+  killed_here_.insert(id);
   ::kill(it->second.pid, SIGKILL);
   // ReapDead() collects it and reports the death.
 }
@@ -149,14 +151,46 @@ void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterat
   on_death_(dead);
 }
 
+namespace {
+
+// "killed by signal 9 (SIGKILL)", "exited with status 3": what a user reads.
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* abbrev = ::sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : "");
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended (wait status " + std::to_string(status) + ")";
+}
+
+constexpr size_t kExitsRemembered = 1024;
+
+}  // namespace
+
+std::optional<std::string> WorkerPool::ExitOf(const WorkerID& id) const {
+  auto it = exits_.find(id);
+  if (it == exits_.end()) return std::nullopt;
+  return it->second;
+}
+
+void WorkerPool::RememberExit(const WorkerID& id, std::string how) {
+  if (exits_.emplace(id, std::move(how)).second) exit_order_.push_back(id);
+  while (exit_order_.size() > kExitsRemembered) {
+    exits_.erase(exit_order_.front());
+    exit_order_.pop_front();
+  }
+}
+
 void WorkerPool::ReapDead() {
   int status = 0;
   while (pid_t pid = ReapAnyChild(&status)) {
     for (auto it = workers_.begin(); it != workers_.end(); ++it) {
       if (it->second.pid == pid && !it->second.is_driver) {
-        if (WIFSIGNALED(status)) {
-          spdlog::info("worker {} (pid {}) killed by signal {}", it->first.Hex(), pid, WTERMSIG(status));
-        }
+        std::string how = DescribeExit(status);
+        if (killed_here_.erase(it->first)) how = "stopped by its raylet (" + how + ")";
+        spdlog::info("worker {} (pid {}) {}", it->first.Hex(), pid, how);
+        RememberExit(it->first, how);
         HandleDeath(it);
         break;
       }

@@ -10,7 +10,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
+#include <optional>
+#include <unordered_set>
 #include <map>
 #include <optional>
 #include <string>
@@ -82,15 +85,22 @@ class WorkerPool {
   int NumStartingTotal() const;
   int max_starting() const { return options_.max_starting; }
   const WorkerProcess* Find(const WorkerID& id) const;
+  // How a worker that ended did ("killed by signal 9 (SIGKILL)"...), while remembered.
+  std::optional<std::string> ExitOf(const WorkerID& id) const;
   size_t num_workers() const;
   size_t num_idle() const;
 
  private:
   void HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it);
+  void RememberExit(const WorkerID& id, std::string how);
 
   WorkerPoolOptions options_;
   DeathCallback on_death_;
   std::unordered_map<WorkerID, WorkerProcess> workers_;
+  // How recent workers ended, the oldest forgotten first.
+  std::unordered_map<WorkerID, std::string> exits_;
+  std::deque<WorkerID> exit_order_;
+  std::unordered_set<WorkerID> killed_here_;  // killed by this raylet, not by themselves
 };
 
 }  // namespace orb

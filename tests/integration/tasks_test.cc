@@ -85,6 +85,14 @@ std::string GetEnvVar(std::string name) {
 std::string CurrentDir() { return std::filesystem::current_path().string(); }
 ORB_REMOTE(GetEnvVar, CurrentDir);
 
+// Sleeps 20 ms and returns i, or kills its worker with abort() when `poison`.
+int Work20ms(int i, bool poison) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (poison) std::abort();
+  return i;
+}
+ORB_REMOTE(Work20ms);
+
 orb::Config TestConfig() {
   orb::Config config;
   config.num_cpus = 2;
@@ -377,4 +385,25 @@ TEST_CASE("RuntimeEnv keeps fields as JSON, as Ray's does", "[api][runtime_env]"
   CHECK(copy.Remove("pip"));
   CHECK_FALSE(copy.Remove("pip"));
   CHECK_THROWS_AS(orb::RuntimeEnv::Deserialize("[1, 2"), orb::RuntimeEnvError);
+}
+
+TEST_CASE("a task that kills its worker fails alone: tasks pushed with it are not charged", "[faults][regression]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::vector<orb::ObjectRef<int>> refs;
+  for (int i = 0; i < 100; ++i) refs.push_back(orb::Task(Work20ms).Remote(i, i % 10 == 9));
+  int healthy_ok = 0, poison_failed = 0;
+  for (int i = 0; i < 100; ++i) {
+    try {
+      int v = *refs[i].Get(120000);
+      CHECK(v == i);
+      healthy_ok += (i % 10 != 9);
+    } catch (const orb::WorkerCrashedError& e) {
+      CHECK(i % 10 == 9);  // only a poison task may fail
+      CHECK_THAT(e.what(), Catch::Contains("Work20ms") && Catch::Contains("killed by signal 6 (SIGABRT)") &&
+                               Catch::Contains("3 retries used"));
+      ++poison_failed;
+    }
+  }
+  CHECK(healthy_ok == 90);
+  CHECK(poison_failed == 10);
 }
