@@ -15,9 +15,15 @@ struct StartOptions {
   NodeFlags node;
 };
 
+struct StopOptions {
+  bool force = false;   // SIGKILL at once
+  bool all = false;     // every orb process of this user
+  std::string address;  // only the cluster at this GCS address
+};
+
 int Start(const StartOptions& options);
 int Status(const std::string& address);
-int Stop(bool force);
+int Stop(const StopOptions& options);
 // `orb list <what>`: actors, placement-groups.
 int List(const std::string& what, const std::string& address);
 // `given`, or the local cluster's address; empty (after saying so) when there is none.

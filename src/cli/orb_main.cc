@@ -32,10 +32,13 @@ int main(int argc, char** argv) {
   list_cmd->add_option("--address", list_address, "GCS address (default: the local cluster)");
   list_cmd->callback([&] { std::exit(orb::cli::List(list_what, list_address)); });
 
-  bool force = false;
-  auto* stop_cmd = app.add_subcommand("stop", "stop every orb process of this user on this machine");
-  stop_cmd->add_flag("-f,--force", force, "SIGKILL at once instead of SIGTERM first");
-  stop_cmd->callback([&] { std::exit(orb::cli::Stop(force)); });
+  orb::cli::StopOptions stop;
+  auto* stop_cmd = app.add_subcommand(
+      "stop", "stop the local clusters of this session root ($ORB_TEMP_DIR, default /tmp/orb-<uid>)");
+  stop_cmd->add_flag("-f,--force", stop.force, "SIGKILL at once instead of SIGTERM first");
+  stop_cmd->add_flag("--all", stop.all, "stop every orb process of this user on this machine");
+  stop_cmd->add_option("--address", stop.address, "stop only the cluster whose GCS is at HOST:PORT");
+  stop_cmd->callback([&] { std::exit(orb::cli::Stop(stop)); });
 
   CLI11_PARSE(app, argc, argv);
   return 0;

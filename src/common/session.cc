@@ -4,11 +4,14 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -22,16 +25,57 @@ namespace orb {
 
 std::string TempRoot() {
   const char* env = std::getenv("ORB_TEMP_DIR");
-  return env && *env ? env : "/tmp/orb";
+  return env && *env ? env : "/tmp/orb-" + std::to_string(::getuid());
 }
 
-absl::StatusOr<std::string> CreateSessionDir() {
+namespace {
+
+// The temp root exists, belongs to this user and is closed to everyone else.
+absl::Status PrepareTempRoot(const std::string& root) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) {
+    fs::create_directories(root, ec);
+    if (ec) return absl::PermissionDeniedError("cannot create " + root + ": " + ec.message());
+    ::chmod(root.c_str(), 0700);
+  }
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) return absl::PermissionDeniedError("cannot read " + root);
+  if (st.st_uid != ::getuid()) {
+    return absl::PermissionDeniedError(root + " belongs to another user (uid " + std::to_string(st.st_uid) +
+                                       "); set ORB_TEMP_DIR to a directory of your own");
+  }
+  if ((st.st_mode & 077) != 0) ::chmod(root.c_str(), st.st_mode & ~mode_t{077});
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RemoveStaleSockets(const std::string& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_socket(ec)) continue;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string path = entry.path().string();
+    if (path.size() >= sizeof(addr.sun_path)) continue;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    bool stale = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno == ECONNREFUSED;
+    ::close(fd);
+    if (stale && ::unlink(path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+absl::StatusOr<std::string> CreateSessionDir(SessionKind kind) {
   std::time_t now = std::time(nullptr);
   char stamp[64];
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
   std::string base = TempRoot() + "/session_" + stamp + "_" + std::to_string(getpid());
   std::error_code ec;
-  fs::create_directories(TempRoot(), ec);
+  if (auto s = PrepareTempRoot(TempRoot()); !s.ok()) return s;
   // A program that starts orb twice within a second gets a second directory: daemons'
   // output files (read for their "listening on" lines) must not be the first one's.
   std::string dir = base;
@@ -42,10 +86,14 @@ absl::StatusOr<std::string> CreateSessionDir() {
     }
     dir = base + "-" + std::to_string(n);
   }
+  ::chmod(dir.c_str(), 0700);
   fs::create_directories(dir + "/logs", ec);
   if (ec) return absl::PermissionDeniedError("cannot create session directory " + dir + ": " + ec.message());
-  fs::permissions(TempRoot(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                  fs::perms::others_read | fs::perms::others_exec, ec);
+  if (kind == SessionKind::kEmbedded) {
+    // A program's own cluster: `orb status` and friends keep finding the running head.
+    WriteStringToFile(dir + "/embedded", "", 0600).IgnoreError();
+    return dir;
+  }
   std::string link = TempRoot() + "/session_latest";
   fs::remove(link, ec);
   fs::create_directory_symlink(dir, link, ec);
@@ -106,12 +154,38 @@ std::string FindTokenForAddress(const std::string& gcs_address) {
   return token.ok() ? *token : "";
 }
 
-std::string FindLocalClusterAddress() {
-  auto address = ReadFileToString(TempRoot() + "/session_latest/address");
+namespace {
+
+// The session's GCS address if its GCS still runs, else empty.
+std::string LiveAddress(const std::string& session) {
+  auto address = ReadFileToString(session + "/address");
   if (!address.ok()) return "";
-  auto pid = ReadFileToString(TempRoot() + "/session_latest/gcs.pid");
+  auto pid = ReadFileToString(session + "/gcs.pid");
   if (!pid.ok() || ::kill(std::atoi(pid->c_str()), 0) != 0) return "";
   return *address;
+}
+
+}  // namespace
+
+std::string FindLocalClusterAddress() {
+  std::string latest = LiveAddress(TempRoot() + "/session_latest");
+  if (!latest.empty()) return latest;
+  // The newest head session whose GCS runs (the latest one was stopped).
+  std::error_code ec;
+  std::string best, best_address;
+  fs::file_time_type best_time;
+  for (const auto& entry : fs::directory_iterator(TempRoot(), ec)) {
+    std::string session = entry.path().string();
+    if (entry.path().filename().string().rfind("session_2", 0) != 0 || fs::exists(session + "/embedded", ec)) continue;
+    std::string address = LiveAddress(session);
+    auto time = fs::last_write_time(entry.path(), ec);
+    if (!address.empty() && (best.empty() || time > best_time)) {
+      best = session;
+      best_address = address;
+      best_time = time;
+    }
+  }
+  return best_address;
 }
 
 absl::Status ParseAddress(const std::string& address, std::string* host, int* port) {

@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Co
     return absl::NotFoundError("cannot find the gcs_server and raylet binaries (set ORB_BIN_DIR, or put them on PATH)");
   }
   if (!config.log_dir.empty()) ::setenv("ORB_TEMP_DIR", config.log_dir.c_str(), 1);
-  auto session = CreateSessionDir();
+  auto session = CreateSessionDir(SessionKind::kEmbedded);
   if (!session.ok()) return session.status();
   std::unique_ptr<EmbeddedCluster> cluster(new EmbeddedCluster());
   cluster->session_dir_ = *session;

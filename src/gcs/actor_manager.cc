@@ -63,7 +63,7 @@ void ActorManager::Start() {
     if (actor.state() == rpc::ActorInfo::PENDING_CREATION || actor.state() == rpc::ActorInfo::RESTARTING) {
       Schedule(id);
     } else if (actor.state() == rpc::ActorInfo::ALIVE && nodes_.raylet_of(actor.address().node_id()).empty()) {
-      OnFailure(actor, "its node died while the GCS was down", rpc::ACTOR_DIED, true);
+      (void)OnFailure(actor, "its node died while the GCS was down", rpc::ACTOR_DIED, true);
     }
   }
 }
@@ -154,7 +154,8 @@ void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, c
   }
   if (status.ok() && reply.rejected() && reply.error().type() == rpc::RUNTIME_ENV_ERROR) {
     // Its environment cannot be set up: retrying will not change that.
-    return MarkDead(*actor, reply.error().message(), rpc::RUNTIME_ENV_ERROR);
+    (void)MarkDead(*actor, reply.error().message(), rpc::RUNTIME_ENV_ERROR);
+    return;
   }
   if (!status.ok() || reply.rejected()) return RetryLater(actor_id, attempt);
   if (reply.error().type() == rpc::INFEASIBLE) {
@@ -199,21 +200,23 @@ void ActorManager::OnCreationReply(const std::string& actor_id, uint64_t attempt
   rpc::ActorInfo* actor = Find(actor_id);
   if (!actor || attempts_[actor_id] != attempt || actor->state() == rpc::ActorInfo::DEAD) return;
   if (!status.ok()) {
-    return OnFailure(*actor, "its worker died while running the constructor (" + std::string(status.message()) + ")",
-                     rpc::ACTOR_DIED, true);
+    (void)OnFailure(*actor, "its worker died while running the constructor (" + std::string(status.message()) + ")",
+                    rpc::ACTOR_DIED, true);
+    return;
   }
   if (reply.results_size() == 1 && reply.results(0).value().has_error()) {
     const rpc::ErrorInfo& error = reply.results(0).value().error();
     bool retryable = error.type() == rpc::TASK_ERROR;  // a missing factory stays missing
     // As in Ray, an actor whose constructor failed is a dead actor (ActorDiedError), and
     // the reason carries the constructor's error.
-    return OnFailure(*actor, "the constructor failed: " + error.message(), rpc::ACTOR_DIED, retryable);
+    (void)OnFailure(*actor, "the constructor failed: " + error.message(), rpc::ACTOR_DIED, retryable);
+    return;
   }
   actor->set_state(rpc::ActorInfo::ALIVE);
   by_worker_[actor->address().worker_id()] = actor_id;
   spdlog::info("actor {} ({}) alive on {}:{}{}", Short(actor_id), actor->class_name(), actor->address().ip(),
                actor->address().port(), actor->num_restarts() > 0 ? " (restarted)" : "");
-  Changed(*actor);
+  (void)Changed(*actor);
 }
 
 void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
@@ -231,9 +234,9 @@ void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
   actor.clear_gpu_ids();
 }
 
-void ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type,
-                             bool may_restart) {
-  if (actor.state() == rpc::ActorInfo::DEAD) return;
+absl::Status ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type,
+                                     bool may_restart) {
+  if (actor.state() == rpc::ActorInfo::DEAD) return absl::OkStatus();
   ReleaseWorker(actor);
   bool restarts_left = actor.max_restarts() < 0 || actor.num_restarts() < actor.max_restarts();
   if (!may_restart || !restarts_left) return MarkDead(actor, reason, type);
@@ -241,11 +244,12 @@ void ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& reason, r
   actor.set_state(rpc::ActorInfo::RESTARTING);
   spdlog::warn("actor {} ({}) failed: {}; restarting ({} of {})", Short(actor.actor_id()), actor.class_name(), reason,
                actor.num_restarts(), actor.max_restarts() < 0 ? std::string("unlimited") : std::to_string(actor.max_restarts()));
-  Changed(actor);
+  absl::Status persisted = Changed(actor);
   Schedule(actor.actor_id());
+  return persisted;
 }
 
-void ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type) {
+absl::Status ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type) {
   ReleaseWorker(actor);
   ++attempts_[actor.actor_id()];  // scheduling in progress is void
   actor.set_state(rpc::ActorInfo::DEAD);
@@ -257,15 +261,15 @@ void ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& reason, rp
     if (it != named_.end() && it->second == actor.actor_id()) named_.erase(it);
   }
   spdlog::info("actor {} ({}) is dead: {}", Short(actor.actor_id()), actor.class_name(), reason);
-  Changed(actor);
+  return Changed(actor);
 }
 
-void ActorManager::Changed(rpc::ActorInfo& actor) {
+absl::Status ActorManager::Changed(rpc::ActorInfo& actor) {
   actor.set_version(actor.version() + 1);
-  if (auto s = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString()); !s.ok()) {
-    spdlog::error("cannot persist actor {}: {}", Short(actor.actor_id()), s.ToString());
-  }
+  absl::Status persisted = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString());
+  if (!persisted.ok()) spdlog::error("cannot persist actor {}: {}", Short(actor.actor_id()), persisted.ToString());
   waiters_.Notify(actor.actor_id(), actor);
+  return persisted;
 }
 
 void ActorManager::HandleGetActorInfo(const rpc::GetActorInfoRequest& req, rpc::GetActorInfoReply* reply,
@@ -295,12 +299,13 @@ void ActorManager::HandleKillActor(const rpc::KillActorRequest& req, rpc::KillAc
   rpc::ActorInfo* actor = Find(req.actor_id());
   if (!actor) return send(grpc::Status(grpc::StatusCode::NOT_FOUND, "no actor " + ActorID::FromBinary(req.actor_id()).Hex()));
   std::string reason = req.reason().empty() ? "killed by ActorHandle::Kill()" : req.reason();
+  absl::Status persisted;
   if (req.no_restart()) {
-    if (actor->state() != rpc::ActorInfo::DEAD) MarkDead(*actor, reason, rpc::ACTOR_DIED);
+    if (actor->state() != rpc::ActorInfo::DEAD) persisted = MarkDead(*actor, reason, rpc::ACTOR_DIED);
   } else {
-    OnFailure(*actor, reason, rpc::ACTOR_DIED, true);
+    persisted = OnFailure(*actor, reason, rpc::ACTOR_DIED, true);
   }
-  send(grpc::Status::OK);
+  send(ToGrpc(persisted));
 }
 
 void ActorManager::HandleListActors(const rpc::ListActorsRequest&, rpc::ListActorsReply* reply, SendReply send) {
@@ -317,7 +322,8 @@ void ActorManager::HandleReportWorkerFailure(const rpc::ReportWorkerFailureReque
   auto it = by_worker_.find(req.worker_id());
   if (it != by_worker_.end()) {
     rpc::ActorInfo* actor = Find(it->second);
-    if (actor) OnFailure(*actor, "its worker process died (" + req.reason() + ")", rpc::ACTOR_DIED, true);
+    // Not recorded: the raylet is told so and reports again.
+    if (actor) return send(ToGrpc(OnFailure(*actor, "its worker process died (" + req.reason() + ")", rpc::ACTOR_DIED, true)));
   }
   send(grpc::Status::OK);
 }
@@ -330,7 +336,7 @@ void ActorManager::OnNodeDead(const std::string& node_id) {
   for (const auto& id : affected) {
     // The lease died with the raylet: nothing to give back.
     actors_[id].clear_lease_id();
-    OnFailure(actors_[id], "its node died", rpc::ACTOR_DIED, true);
+    (void)OnFailure(actors_[id], "its node died", rpc::ACTOR_DIED, true);
   }
 }
 
@@ -339,7 +345,7 @@ void ActorManager::OnJobFinished(const std::string& job_id) {
   for (const auto& [id, actor] : actors_) {
     if (actor.job_id() == job_id && !actor.detached() && actor.state() != rpc::ActorInfo::DEAD) owned.push_back(id);
   }
-  for (const auto& id : owned) MarkDead(actors_[id], "its owner (the job's driver) exited", rpc::ACTOR_DIED);
+  for (const auto& id : owned) (void)MarkDead(actors_[id], "its owner (the job's driver) exited", rpc::ACTOR_DIED);
 }
 
 void ActorManager::OnPlacementGroupRemoved(const std::string& placement_group_id) {
@@ -350,7 +356,7 @@ void ActorManager::OnPlacementGroupRemoved(const std::string& placement_group_id
       inside.push_back(id);
     }
   }
-  for (const auto& id : inside) MarkDead(actors_[id], "its placement group was removed", rpc::ACTOR_DIED);
+  for (const auto& id : inside) (void)MarkDead(actors_[id], "its placement group was removed", rpc::ACTOR_DIED);
 }
 
 }  // namespace orb::gcs

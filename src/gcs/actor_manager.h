@@ -83,12 +83,13 @@ class ActorManager {
                        rpc::PushTasksReply reply);
   void RetryLater(const std::string& actor_id, uint64_t attempt);
   // The actor's process is gone or must go: restart while restarts remain, else dead.
-  void OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type, bool may_restart);
-  void MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type);
+  // These three return whether the change reached storage (it is made in memory anyway).
+  absl::Status OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type, bool may_restart);
+  absl::Status MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type);
   // Gives the actor's lease back; its raylet kills the worker.
   void ReleaseWorker(rpc::ActorInfo& actor);
   // Persists, bumps the version, and answers waiters.
-  void Changed(rpc::ActorInfo& actor);
+  absl::Status Changed(rpc::ActorInfo& actor);
   static std::string NameKey(const std::string& ns, const std::string& name) { return ns + '\0' + name; }
 
   TableStore* store_;

@@ -1,4 +1,6 @@
 // gcs_server: the global control store of one orb cluster.
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <future>
@@ -9,6 +11,7 @@
 #include "common/rpc.h"
 #include "common/session.h"
 #include "gcs/gcs_handler.h"
+#include "gcs/space_guarded_table_store.h"
 #include "gossip/gossip_flags.h"
 #include "gossip/grpc_transport.h"
 #include "gcs_service.grpc.pb.h"
@@ -48,6 +51,9 @@ class GcsGrpcService : public rpc::GcsService::CallbackService {
 };
 
 int Main(int argc, char** argv) {
+  // The GCS's tables (actor creation arguments, the KV store) and logs are this user's
+  // alone, wherever --storage-dir puts them.
+  ::umask(077);
   BlockTerminationSignals();
   CLI::App app{"orb global control store"};
   int port = 6379;
@@ -56,9 +62,12 @@ int Main(int argc, char** argv) {
   std::string token_file;
   std::string log_file;
   std::string node_ip;
+  uint64_t min_free_disk = uint64_t{64} << 20;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to bind (default loopback only)");
   app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
+  app.add_option("--min-free-disk-bytes", min_free_disk,
+                 "with --storage-dir: refuse writes (and to start) when less is free there (default 64 MiB)");
   app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
   app.add_option("--log-file", log_file, "log here instead of stderr");
   app.add_option("--node-ip-address", node_ip, "address raylets reach this GCS at (default: --bind)");
@@ -80,13 +89,24 @@ int Main(int argc, char** argv) {
   if (storage_dir.empty()) {
     store = NewInMemoryTableStore();
   } else {
-    std::filesystem::create_directories(storage_dir);
+    std::error_code ec;
+    std::filesystem::create_directories(storage_dir, ec);
+    if (ec) {
+      std::cerr << "gcs_server: cannot create the storage directory " << storage_dir << ": " << ec.message() << "\n";
+      return 2;
+    }
+    // Refuse to start on a full disk: the database would fail (and abort) on its first write.
+    SpaceGuardedTableStore probe(nullptr, storage_dir, min_free_disk);
+    if (auto s = probe.CheckSpace(); !s.ok()) {
+      std::cerr << "gcs_server: " << s.message() << "\n";
+      return 2;
+    }
     auto opened = OpenRocksDbTableStore(storage_dir);
     if (!opened.ok()) {
       std::cerr << "gcs_server: " << opened.status().message() << "\n";
       return 2;
     }
-    store = std::move(*opened);
+    store = std::make_unique<SpaceGuardedTableStore>(std::move(*opened), storage_dir, min_free_disk);
   }
   EventLoop loop;
   GcsOptions options;

@@ -95,7 +95,10 @@ void PlacementGroupManager::HandleCreatePlacementGroup(const rpc::CreatePlacemen
   }
   std::string id = pg.placement_group_id();
   groups_[id] = std::move(pg);
-  Changed(groups_[id]);
+  if (absl::Status persisted = Changed(groups_[id]); !persisted.ok()) {
+    groups_.erase(id);  // not recorded: not created
+    return send(ToGrpc(persisted));
+  }
   pending_creates_[id] = PendingCreate{reply, std::move(send)};
   loop_->RunAfter(std::chrono::seconds(1), [this, id] { AnswerCreate(id); });  // whatever happens meanwhile
   Schedule(id);
@@ -133,7 +136,7 @@ void PlacementGroupManager::Schedule(const std::string& pg_id) {
                          rpc::PlacementGroupInfo::Strategy_Name(pg.strategy());
     if (pg.pending_reason() != reason) {
       pg.set_pending_reason(reason);
-      Changed(pg);
+      (void)Changed(pg);
     }
     attempts_[pg_id] = attempt;
     AnswerCreate(pg_id);  // pending: the creator waits with Wait
@@ -213,7 +216,7 @@ void PlacementGroupManager::Placed(const std::string& pg_id) {
   pg.set_state(rpc::PlacementGroupInfo::CREATED);
   pg.clear_pending_reason();
   attempts_.erase(it);
-  Changed(pg);
+  (void)Changed(pg);
   AnswerCreate(pg_id);
 }
 
@@ -236,12 +239,11 @@ void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacemen
     return send(grpc::Status(grpc::StatusCode::NOT_FOUND,
                              "no placement group " + PlacementGroupID::FromBinary(req.placement_group_id()).Hex()));
   }
-  Remove(it->second);
-  send(grpc::Status::OK);
+  send(ToGrpc(Remove(it->second)));
 }
 
-void PlacementGroupManager::Remove(rpc::PlacementGroupInfo& pg) {
-  if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return;
+absl::Status PlacementGroupManager::Remove(rpc::PlacementGroupInfo& pg) {
+  if (pg.state() == rpc::PlacementGroupInfo::REMOVED) return absl::OkStatus();
   std::map<int, std::string> placed;
   for (const auto& bundle : pg.bundles()) {
     if (!bundle.node_id().empty()) placed[bundle.index()] = bundle.node_id();
@@ -255,16 +257,17 @@ void PlacementGroupManager::Remove(rpc::PlacementGroupInfo& pg) {
   }
   ReturnBundles(id, placed);
   pg.set_state(rpc::PlacementGroupInfo::REMOVED);
-  Changed(pg);
+  absl::Status persisted = Changed(pg);
   AnswerCreate(id);
   if (access_.on_removed) access_.on_removed(id);
+  return persisted;
 }
 
 void PlacementGroupManager::OnJobFinished(const std::string& job_id) {
   for (auto& [id, pg] : groups_) {
     if (pg.job_id() != job_id || pg.detached() || pg.state() == rpc::PlacementGroupInfo::REMOVED) continue;
     spdlog::info("placement group {} ends with its job", Short(id));
-    Remove(pg);
+    (void)Remove(pg);
   }
 }
 
@@ -289,17 +292,19 @@ void PlacementGroupManager::OnNodeDead(const std::string& node_id) {
     spdlog::warn("placement group {} lost bundles with node {}; rescheduling them", Short(id),
                  NodeID::FromBinary(node_id).Hex().substr(0, 12));
     if (pg.state() == rpc::PlacementGroupInfo::CREATED) pg.set_state(rpc::PlacementGroupInfo::RESCHEDULING);
-    Changed(pg);
+    (void)Changed(pg);
     if (!attempts_.count(id)) Schedule(id);
   }
 }
 
-void PlacementGroupManager::Changed(rpc::PlacementGroupInfo& pg) {
+absl::Status PlacementGroupManager::Changed(rpc::PlacementGroupInfo& pg) {
   pg.set_version(pg.version() + 1);
-  if (auto s = store_->Put(kPlacementGroupTable, pg.placement_group_id(), pg.SerializeAsString()); !s.ok()) {
-    spdlog::error("cannot persist placement group {}: {}", Short(pg.placement_group_id()), s.ToString());
+  absl::Status persisted = store_->Put(kPlacementGroupTable, pg.placement_group_id(), pg.SerializeAsString());
+  if (!persisted.ok()) {
+    spdlog::error("cannot persist placement group {}: {}", Short(pg.placement_group_id()), persisted.ToString());
   }
   waiters_.Notify(pg.placement_group_id(), pg);
+  return persisted;
 }
 
 void PlacementGroupManager::HandleGetPlacementGroup(const rpc::GetPlacementGroupRequest& req,

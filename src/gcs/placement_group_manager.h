@@ -93,10 +93,11 @@ class PlacementGroupManager {
   void AnswerCreate(const std::string& pg_id);
   void ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement);
   // Returns the group's bundles (its raylets kill what runs in them) and marks it REMOVED.
-  void Remove(rpc::PlacementGroupInfo& pg);
+  absl::Status Remove(rpc::PlacementGroupInfo& pg);
   // The live group named `name` in `ns`, if any.
   const rpc::PlacementGroupInfo* FindNamed(const std::string& ns, const std::string& name) const;
-  void Changed(rpc::PlacementGroupInfo& pg);
+  // Records the change (made in memory anyway); whether it reached storage.
+  absl::Status Changed(rpc::PlacementGroupInfo& pg);
   static bool Satisfies(const rpc::PlacementGroupInfo& pg, int64_t after_version, bool until_ready);
 
   TableStore* store_;

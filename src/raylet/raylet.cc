@@ -11,6 +11,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "common/metrics.h"
+#include "common/session.h"
 #include "raylet_service.grpc.pb.h"
 
 namespace orb {
@@ -52,6 +53,8 @@ std::vector<ObjectID> ToObjectIds(const google::protobuf::RepeatedPtrField<std::
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Raylet>> Raylet::Create(RayletOptions options) {
+  int sockets = RemoveStaleSockets(TempRoot() + "/sockets");
+  if (sockets > 0) spdlog::info("removed {} worker socket file(s) left by processes that were killed", sockets);
   int stale = ShmArena::RemoveStaleArenas();
   if (stale > 0) spdlog::info("removed {} object store file(s) left by raylets that were killed", stale);
   std::string path = "/dev/shm/orb-store-" + std::to_string(getpid()) + "-" + NodeID::FromRandom().Hex().substr(0, 8);

@@ -36,8 +36,26 @@ grep -q "0.0/3.0 CPU" <<<"$status" || grep -q "/3.0 CPU" <<<"$status"
 grep -q "/2.0 zone_b" <<<"$status"
 [[ $(sed -n '/^Alive:/,/^Dead:/p' <<<"$status" | grep -c "127.0.0.1:") == 2 ]]
 
+echo "--- state is this user's alone: the session root, sessions, tables and logs"
+session=$(sed -n 's/^  session: *//p' <<<"$start")
+[[ $(stat -c %a "$ORB_TEMP_DIR") == 700 ]]
+[[ $(stat -c %a "$session") == 700 ]]
+[[ -z $(find "$session/storage" -type f -perm /077) ]] || { ls -l "$session/storage"; exit 1; }
+
+echo "--- a program's embedded cluster leaves orb status on the running head"
+"$build_dir/examples/hello" >/dev/null 2>&1
+grep -q "$address" <<<"$("$orb" status)"
+
+echo "--- orb stop stops the clusters of its own session root, not another's"
+other_root=$(mktemp -d)
+other=$(ORB_TEMP_DIR=$other_root "$orb" start --head --port 0 --num-cpus 1)
+other_address=$(sed -n 's/^  GCS address: *//p' <<<"$other")
 "$orb" stop
-left=$(pgrep -u "$(id -u)" -f -- "--orb-worker-mode|$build_dir/bin/(gcs_server|raylet)" || true)
+left=$(pgrep -u "$(id -u)" -f -- "--orb-worker-mode|$build_dir/bin/(gcs_server|raylet).*$ORB_TEMP_DIR" || true)
 if [[ -n $left ]]; then echo "left behind after orb stop: $left"; exit 1; fi
 if "$orb" status 2>/dev/null; then echo "status must fail once the cluster is stopped"; exit 1; fi
+grep -q "$other_address" <<<"$(ORB_TEMP_DIR=$other_root "$orb" status)"  # the other one runs on
+ORB_TEMP_DIR=$other_root "$orb" stop --address "$other_address" >/dev/null
+if ORB_TEMP_DIR=$other_root "$orb" status 2>/dev/null; then echo "orb stop --address left it running"; exit 1; fi
+rm -rf "$other_root"
 echo "cli test passed"

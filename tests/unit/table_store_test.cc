@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "gcs/space_guarded_table_store.h"
 #include "gcs/table_store.h"
 
 using namespace orb::gcs;
@@ -42,4 +43,23 @@ TEST_CASE("the RocksDB table store behaves the same and survives reopening", "[g
   CHECK((*reopened)->Get("kv", "b/1")->value() == "three");
   CHECK_FALSE((*reopened)->Get("kv", "a/1")->has_value());
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a store on a nearly full disk refuses writes with the reason, and still reads", "[gcs]") {
+  uint64_t free_bytes = 100 << 20;
+  SpaceGuardedTableStore store(NewInMemoryTableStore(), "/var/orb/storage", 64 << 20,
+                               [&](const std::string&) -> absl::StatusOr<uint64_t> { return free_bytes; });
+  Exercise(store);
+  REQUIRE(store.Put("kv", "kept", "before").ok());
+  free_bytes = 1 << 20;
+  absl::Status refused = store.Put("kv", "lost", "after");
+  CHECK(refused.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(refused.message()), Catch::Contains("no space left on /var/orb/storage") &&
+                                                 Catch::Contains("1048576 bytes free") &&
+                                                 Catch::Contains("the write was not made"));
+  CHECK_FALSE(store.Delete("kv", "kept").ok());
+  CHECK(store.Get("kv", "kept")->value() == "before");
+  CHECK_FALSE(store.Get("kv", "lost")->has_value());
+  free_bytes = 100 << 20;
+  CHECK(store.Put("kv", "lost", "after").ok());  // room again: writes go through
 }
