@@ -66,6 +66,44 @@ void ActorManager::Start() {
       (void)OnFailure(actor, "its node died while the GCS was down", rpc::ACTOR_DIED, true);
     }
   }
+  VerifyAliveActors(kVerifyAttempts);
+}
+
+void ActorManager::VerifyAliveActors(int attempts_left) {
+  // An actor whose worker died while this GCS was down was reported to nobody (or its
+  // report is still being retried): ask each raylet which of its actors' workers run.
+  std::map<std::string, std::vector<std::string>> workers_by_raylet;
+  for (const auto& [id, actor] : actors_) {
+    if (actor.state() != rpc::ActorInfo::ALIVE) continue;
+    std::string raylet = nodes_.raylet_of(actor.address().node_id());
+    if (!raylet.empty()) workers_by_raylet[raylet].push_back(actor.address().worker_id());
+  }
+  for (const auto& [raylet, workers] : workers_by_raylet) {
+    rpc::CheckWorkersRequest request;
+    for (const auto& w : workers) request.add_worker_ids(w);
+    raylets_.Get(raylet)->Call<rpc::CheckWorkersReply>(
+        ORB_RPC(CheckWorkers), request,
+        [this, attempts_left](const absl::Status& status, rpc::CheckWorkersReply&& reply) {
+          loop_->Post([this, attempts_left, status, reply = std::move(reply)] {
+            if (!status.ok()) {
+              // The raylet may be restarting with the cluster; its death, if it is
+              // dead, fails its actors anyway.
+              if (attempts_left > 1) {
+                loop_->RunAfter(kVerifyRetry, [this, attempts_left] { VerifyAliveActors(attempts_left - 1); });
+              }
+              return;
+            }
+            for (const auto& worker : reply.dead_worker_ids()) {
+              auto it = by_worker_.find(worker);
+              if (it == by_worker_.end()) continue;
+              rpc::ActorInfo* actor = Find(it->second);
+              if (actor && actor->state() == rpc::ActorInfo::ALIVE) {
+                (void)OnFailure(*actor, "its worker died while the GCS was down", rpc::ACTOR_DIED, true);
+              }
+            }
+          });
+        });
+  }
 }
 
 rpc::ActorInfo* ActorManager::Find(const std::string& actor_id) {

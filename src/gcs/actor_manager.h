@@ -90,6 +90,11 @@ class ActorManager {
   void ReleaseWorker(rpc::ActorInfo& actor);
   // Persists, bumps the version, and answers waiters.
   absl::Status Changed(rpc::ActorInfo& actor);
+  // After a restart: asks the raylets which of the actors recorded ALIVE still have a
+  // running worker, and fails (restarts) the others.
+  void VerifyAliveActors(int attempts_left);
+  static constexpr int kVerifyAttempts = 5;
+  static constexpr std::chrono::milliseconds kVerifyRetry{1000};
   static std::string NameKey(const std::string& ns, const std::string& name) { return ns + '\0' + name; }
 
   TableStore* store_;

@@ -34,6 +34,7 @@ class RayletGrpcService : public rpc::RayletService::CallbackService {
   ORB_SERVICE_METHOD(PullObject)
   ORB_SERVICE_METHOD(PrepareBundle)
   ORB_SERVICE_METHOD(CommitBundle)
+  ORB_SERVICE_METHOD(CheckWorkers)
   ORB_SERVICE_METHOD(ReturnBundle)
 
  private:
@@ -347,10 +348,35 @@ void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
   report.set_job_id(worker.job.Binary());
   report.set_is_driver(worker.is_driver);
   report.set_reason(worker.is_driver ? "driver exited" : "worker process exited");
-  CallOptions options;
-  options.max_attempts = 5;
-  gcs_->Call<rpc::ReportWorkerFailureReply>(ORB_RPC(ReportWorkerFailure), report,
-                                            [](const absl::Status&, rpc::ReportWorkerFailureReply&&) {}, options);
+  ReportWorkerFailure(std::move(report), kReportRetryFirst);
+}
+
+void Raylet::ReportWorkerFailure(rpc::ReportWorkerFailureRequest report, std::chrono::milliseconds backoff) {
+  // Sent until the GCS records it (a GCS that is down, restarting or out of disk is
+  // asked again, backing off): an actor that died meanwhile is then restarted, and
+  // calls to it do not hang.
+  gcs_->Call<rpc::ReportWorkerFailureReply>(
+      ORB_RPC(ReportWorkerFailure), report,
+      [this, report, backoff](const absl::Status& status, rpc::ReportWorkerFailureReply&&) {
+        if (status.ok() || stopping_ || status.code() == absl::StatusCode::kInvalidArgument ||
+            status.code() == absl::StatusCode::kCancelled) {
+          return;
+        }
+        spdlog::warn("the GCS has not recorded the death of worker {} yet ({}); asking again",
+                     WorkerID::FromBinary(report.worker_id()).Hex(), status.ToString());
+        loop_.RunAfter(backoff, [this, report, backoff] {
+          ReportWorkerFailure(report, std::min(backoff * 2, kReportRetryMax));
+        });
+      });
+}
+
+void Raylet::HandleCheckWorkers(const rpc::CheckWorkersRequest& req, rpc::CheckWorkersReply* reply, SendReply send) {
+  for (const auto& id : req.worker_ids()) {
+    const WorkerProcess* worker = worker_pool_->Find(WorkerID::FromBinary(id));
+    // A worker that ended is gone from the pool within one reap (50 ms).
+    if (!worker || ::kill(worker->pid, 0) != 0) reply->add_dead_worker_ids(id);
+  }
+  send(grpc::Status::OK);
 }
 
 void Raylet::HandleRegisterWorker(const rpc::RegisterWorkerRequest& req, rpc::RegisterWorkerReply* reply,

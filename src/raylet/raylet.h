@@ -76,6 +76,10 @@ class Raylet {
   // How long a ReturnWorker for a failed worker waits to see the process end.
   static constexpr std::chrono::milliseconds kWorkerExitWait{1000};
   static constexpr std::chrono::milliseconds kWorkerExitPoll{20};
+  // Sends a worker's death to the GCS until it is recorded, backing off between tries.
+  void ReportWorkerFailure(rpc::ReportWorkerFailureRequest report, std::chrono::milliseconds backoff);
+  static constexpr std::chrono::milliseconds kReportRetryFirst{200};
+  static constexpr std::chrono::milliseconds kReportRetryMax{5000};
   void HandleNotifyBlocked(const rpc::NotifyBlockedRequest& req, rpc::NotifyBlockedReply* reply, SendReply send);
   void HandleCreateObject(const rpc::CreateObjectRequest& req, rpc::CreateObjectReply* reply, SendReply send);
   void HandleSealObject(const rpc::SealObjectRequest& req, rpc::SealObjectReply* reply, SendReply send);
@@ -83,6 +87,7 @@ class Raylet {
   void HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::ReleaseObjectsReply* reply, SendReply send);
   void HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply* reply, SendReply send);
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
+  void HandleCheckWorkers(const rpc::CheckWorkersRequest& req, rpc::CheckWorkersReply* reply, SendReply send);
   void HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send);
   void HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply, SendReply send);
   void HandleCommitBundle(const rpc::CommitBundleRequest& req, rpc::CommitBundleReply* reply, SendReply send);

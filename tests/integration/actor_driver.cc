@@ -7,8 +7,11 @@
 //   actor_driver --orb-address=A create-detached-group NAME   one that outlives the job
 //   actor_driver --orb-address=A group-state NAME       the named group's state
 //   actor_driver --orb-address=A hold-far NAME          a task holding {"far": 1} until killed
+//   actor_driver --orb-address=A create-restartable NAME   detached, one restart allowed
+//   actor_driver --orb-address=A pid NAME               the named actor's process ID
 // Prints "value N", "group STATE" or "not found".
 #include <orb/api.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <iostream>
@@ -26,9 +29,10 @@ class Counter {
  public:
   static Counter* Create(int start) { return new Counter{start}; }
   int Add(int x) { return n += x; }
+  int Pid() { return static_cast<int>(::getpid()); }
   int n;
 };
-ORB_REMOTE(Counter::Create, &Counter::Add);
+ORB_REMOTE(Counter::Create, &Counter::Add, &Counter::Pid);
 
 int main(int argc, char** argv) {
   orb::Init(argc, argv);
@@ -57,6 +61,10 @@ int main(int argc, char** argv) {
     } else {
       std::cout << "group " << (pg.GetState() == orb::PlacementGroupState::CREATED ? "CREATED" : "OTHER") << std::endl;
     }
+  } else if (command == "pid") {
+    auto actor = orb::GetActor<Counter>(name);
+    std::cout << (actor ? "pid " + std::to_string(*actor->Task(&Counter::Pid).Remote().Get(30000)) : "not found")
+              << std::endl;
   } else if (command == "call") {
     auto actor = orb::GetActor<Counter>(name);
     if (!actor) {
@@ -66,7 +74,10 @@ int main(int argc, char** argv) {
     }
   } else {
     auto creator = orb::Actor(Counter::Create).SetName(name);
-    if (command == "create-detached") creator.SetLifetime(orb::ActorLifetime::DETACHED);
+    if (command == "create-detached" || command == "create-restartable") {
+      creator.SetLifetime(orb::ActorLifetime::DETACHED);
+    }
+    if (command == "create-restartable") creator.SetMaxRestarts(1);
     auto actor = creator.Remote(5);
     std::cout << "value " << *actor.Task(&Counter::Add).Remote(1).Get(30000) << std::endl;
     if (command == "create-owned-and-die") std::_Exit(0);

@@ -71,15 +71,22 @@ done
 "$orb" status | grep far
 grep -q "0.0/1.0 far" <<<"$("$orb" status)"
 
-echo "--- the GCS killed and restarted on its storage keeps the actor table"
+echo "--- the GCS killed and restarted on its storage keeps the actor table; an actor that"
+echo "    died while it was down is restarted, not left to hang its callers"
+[[ $(run create-restartable phoenix) == *"value 6"* ]]
+phoenix_pid=$(run pid phoenix | sed -n 's/^pid //p')
+[[ -n $phoenix_pid ]]
 gcs=$(cat "$session/gcs.pid")
 port=${address##*:}
 kill -9 "$gcs"
+kill -9 "$phoenix_pid"
+sleep 4  # the raylet reports the death to a GCS that is not there, longer than it once tried
 "$build_dir/bin/gcs_server" --port "$port" --token-file "$session/token" --storage-dir "$session/storage" \
   >"$session/logs/gcs-restarted.out" 2>&1 &
 echo $! >"$session/gcs.pid"
 disown
 wait_for "value 8" call keeper
+wait_for "value 6" call phoenix  # restarted: its constructor ran again
 actors=$("$orb" list actors)
 echo "$actors"
 [[ $(grep -c "DEAD" <<<"$actors") -ge 2 ]]
