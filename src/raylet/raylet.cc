@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <iostream>
 #include <thread>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -141,6 +142,7 @@ absl::Status Raylet::Start() {
 
   auto cluster_id = RegisterWithGcs();
   if (!cluster_id.ok()) return cluster_id.status();
+  cluster_id_ = *cluster_id;
   StartGossip(*cluster_id);
   job_watcher_ = std::make_unique<JobWatcher>(gcs_.get(), &loop_,
                                               [this](const JobID& job) { lease_granter_->OnJobFinished(job); });
@@ -333,8 +335,18 @@ void Raylet::Rejoin() {
           return;
         }
         if (!s.ok()) return;
-        spdlog::warn("the GCS started a new cluster {}; this node rejoined it", reply.cluster_id());
-        loop_.Post([this, id = reply.cluster_id()] { gossip_->set_cluster_id(id); });
+        loop_.Post([this, id = reply.cluster_id()] {
+          if (id == cluster_id_) return;  // the same cluster (a GCS restarted on its storage)
+          // A GCS on empty or another cluster's storage: its tables know nothing of this
+          // node's jobs, actors or workers. Joining it would leak them all; leave instead.
+          spdlog::critical("the GCS at {} now serves another cluster ({}, not {}): its storage was lost or "
+                           "replaced. This node leaves (its workers with it); start it again to join the new "
+                           "cluster.",
+                           options_.gcs_address, id, cluster_id_);
+          std::cerr << "raylet: the GCS at " << options_.gcs_address
+                    << " serves another cluster (its storage was lost or replaced); leaving" << std::endl;
+          ::kill(::getpid(), SIGTERM);
+        });
       });
 }
 

@@ -131,7 +131,8 @@ class Raylet {
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  std::atomic<bool> stopping_{false};  // set by Stop() on the main thread, read on the loop
+  std::atomic<bool> stopping_{false};
+  std::string cluster_id_;  // the cluster this node joined; constant after Start  // set by Stop() on the main thread, read on the loop
 };
 
 }  // namespace orb

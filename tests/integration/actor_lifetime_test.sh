@@ -90,4 +90,23 @@ wait_for "value 6" call phoenix  # restarted: its constructor ran again
 actors=$("$orb" list actors)
 echo "$actors"
 [[ $(grep -c "DEAD" <<<"$actors") -ge 2 ]]
+
+echo "--- a GCS restarted on empty storage is another cluster: the nodes leave it, workers and all"
+gcs=$(cat "$session/gcs.pid")
+kill -9 "$gcs"
+"$build_dir/bin/gcs_server" --port "$port" --token-file "$session/token" --storage-dir "$session/storage-empty" \
+  >"$session/logs/gcs-empty.out" 2>&1 &
+echo $! >"$session/gcs.pid"
+disown
+for _ in $(seq 1 100); do
+  pgrep -f -- "--session-dir $session" >/dev/null || break
+  sleep 0.2
+done
+if pgrep -af -- "--session-dir $session"; then echo "a raylet stayed with the new cluster"; exit 1; fi
+grep -q "serves another cluster" "$session"/logs/raylet-*.log
+for _ in $(seq 1 50); do
+  [[ $(pgrep -c -f -- "$driver --orb-worker-mode" || true) == 0 ]] && break
+  sleep 0.2
+done
+if pgrep -af -- "$driver --orb-worker-mode"; then echo "workers of the old cluster leaked"; exit 1; fi
 echo "actor lifetime test passed"
