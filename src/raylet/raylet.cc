@@ -316,6 +316,10 @@ void Raylet::UpdateClusterView() {
     v.labels.insert(slot->payload->labels().begin(), slot->payload->labels().end());
     // A suspected node takes no new work until it refutes the suspicion.
     v.alive = gossip::KeyState(slot->key) == gossip::MemberState::kAlive;
+    // Pulls from a node declared dead end now, not when their sockets time out.
+    if (gossip::KeyState(slot->key) == gossip::MemberState::kDead && !v.object_manager_address.empty()) {
+      object_puller_->SourceDead(v.object_manager_address, "node " + v.id.Hex() + " was declared dead");
+    }
     nodes.push_back(std::move(v));
   }
   lease_granter_->UpdateClusterView(std::move(nodes));

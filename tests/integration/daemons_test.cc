@@ -348,35 +348,51 @@ struct StreamConnection {
   int fd;
 };
 
+// A GCS and a raylet with a token, and a sealed 100-byte object in the raylet's store.
+struct StreamFixture {
+  StreamFixture() {
+    gcs = StartGcs(dir, token);
+    raylet = StartRaylet(dir, gcs->started.address, token);
+    RpcClient<rpc::GcsService> gcs_client(gcs->started.address, token);
+    REQUIRE(WaitFor(
+        [&] {
+          auto nodes = gcs_client.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
+          if (nodes.ok() && nodes->nodes_size() == 1) port = nodes->nodes(0).object_manager_port();
+          return port > 0;
+        },
+        std::chrono::seconds(10)));
+    raylet_client = std::make_unique<RpcClient<rpc::RayletService>>(raylet->started.address, token);
+    rpc::CreateObjectRequest create;
+    create.set_object_id(id.Binary());
+    create.set_size(100);
+    REQUIRE(raylet_client->CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), create).ok());
+    rpc::SealObjectRequest seal;
+    seal.set_object_id(id.Binary());
+    REQUIRE(raylet_client->CallSync<rpc::SealObjectReply>(ORB_RPC(SealObject), seal).ok());
+  }
+  int64_t Metric(const std::string& name) {
+    auto stats = raylet_client->CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest());
+    REQUIRE(stats.ok());
+    auto it = stats->metrics().find(name);
+    return it == stats->metrics().end() ? 0 : it->second;
+  }
+
+  TempDir dir;
+  const std::string token = "s3cret-token";
+  std::unique_ptr<Daemon> gcs, raylet;
+  std::unique_ptr<RpcClient<rpc::RayletService>> raylet_client;
+  int port = 0;
+  ObjectID id = ObjectID::FromRandom();
+};
+
 }  // namespace
 
 TEST_CASE("the object stream refuses garbage, strangers and bad ranges, counts them, and keeps serving",
           "[security][objects]") {
-  TempDir dir;
-  const std::string token = "s3cret-token";
-  auto gcs = StartGcs(dir, token);
-  auto raylet = StartRaylet(dir, gcs->started.address, token);
-  RpcClient<rpc::GcsService> gcs_client(gcs->started.address, token);
-  int port = 0;
-  REQUIRE(WaitFor(
-      [&] {
-        auto nodes = gcs_client.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest());
-        if (nodes.ok() && nodes->nodes_size() == 1) port = nodes->nodes(0).object_manager_port();
-        return port > 0;
-      },
-      std::chrono::seconds(10)));
-
-  // A sealed 100-byte object to ask for.
-  RpcClient<rpc::RayletService> raylet_client(raylet->started.address, token);
-  ObjectID id = ObjectID::FromRandom();
-  rpc::CreateObjectRequest create;
-  create.set_object_id(id.Binary());
-  create.set_size(100);
-  REQUIRE(raylet_client.CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), create).ok());
-  rpc::SealObjectRequest seal;
-  seal.set_object_id(id.Binary());
-  REQUIRE(raylet_client.CallSync<rpc::SealObjectReply>(ORB_RPC(SealObject), seal).ok());
-
+  StreamFixture f;
+  const std::string& token = f.token;
+  int port = f.port;
+  ObjectID id = f.id;
   {
     StreamConnection garbage(port);
     std::string junk(64, '\x7f');
@@ -399,9 +415,47 @@ TEST_CASE("the object stream refuses garbage, strangers and bad ranges, counts t
     CHECK(member.Ask(id, 10, 90, token, &data) == object_stream::kOk);
     CHECK(data.size() == 90);
   }
-  auto stats = raylet_client.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest());
-  REQUIRE(stats.ok());
-  CHECK(stats->metrics().at("object_stream_malformed") == 1);
-  CHECK(stats->metrics().at("object_stream_rejected_unauthenticated") == 1);
-  CHECK(stats->metrics().at("object_chunk_requests_rejected") == 2);
+  CHECK(f.Metric("object_stream_malformed") == 1);
+  CHECK(f.Metric("object_stream_rejected_unauthenticated") == 1);
+  CHECK(f.Metric("object_chunk_requests_rejected") == 2);
+}
+
+TEST_CASE("strangers' idle connections do not crowd members out of the object stream; a full house says busy",
+          "[security][objects]") {
+  StreamFixture f;
+  // 70 connections that never send the token: more than the slots for either kind.
+  std::vector<std::unique_ptr<StreamConnection>> strangers;
+  for (int i = 0; i < 70; ++i) strangers.push_back(std::make_unique<StreamConnection>(f.port));
+  std::string data;
+  {
+    StreamConnection member(f.port);
+    CHECK(member.Ask(f.id, 0, 100, f.token, &data) == object_stream::kOk);
+    CHECK(data.size() == 100);
+  }
+  // Each had 2 s to send its token; the oldest went earlier to make room.
+  auto since = std::chrono::steady_clock::now();
+  for (auto& stranger : strangers) CHECK(stranger->ClosedByPeer());
+  CHECK(std::chrono::steady_clock::now() - since < std::chrono::seconds(5));
+  CHECK(f.Metric("object_stream_unauthenticated_evicted") >= 6);
+  strangers.clear();
+
+  // Members hold every connection meant for them: the next member is told busy, not
+  // that the object is gone, and gets it once a connection is free again.
+  std::vector<std::unique_ptr<StreamConnection>> members;
+  for (int i = 0; i < 64; ++i) {
+    members.push_back(std::make_unique<StreamConnection>(f.port));
+    REQUIRE(members.back()->Ask(f.id, 0, 1, f.token, nullptr) == object_stream::kOk);
+  }
+  {
+    StreamConnection late(f.port);
+    CHECK(late.Ask(f.id, 0, 100, f.token, nullptr) == object_stream::kBusy);
+  }
+  CHECK(f.Metric("object_stream_busy") == 1);
+  members.pop_back();
+  CHECK(WaitFor(
+      [&] {
+        StreamConnection late(f.port);
+        return late.Ask(f.id, 0, 100, f.token, &data) == object_stream::kOk;
+      },
+      std::chrono::seconds(5)));
 }

@@ -214,25 +214,37 @@ int SlowDouble(int x) {
 ORB_REMOTE(SlowDouble);
 }  // namespace
 
-TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS declares it dead", "[multinode][faults]") {
-  auto& c = Cluster();
-  // A third node, started here so that its pid is known.
+namespace {
+// A third node started here, so that its pid is known for fault injection.
+struct ExtraNode {
+  pid_t pid = 0;
+  std::string id;
+};
+int AliveNodes() {
+  int n = 0;
+  for (const auto& node : orb::Nodes()) n += node.alive;
+  return n;
+}
+ExtraNode StartExtraNode(TwoNodeCluster& c, const std::string& name) {
   std::string token = (c.temp_ / "session_latest" / "token").string();
   std::string pid_text = Run("sh -c '" + std::string(std::getenv("ORB_BIN_DIR")) + "/raylet --gcs-address " +
-                             c.address_ + " --num-cpus 2 --object-store-memory 67108864 --token-file " + token +
-                             " > " + (c.temp_ / "victim.out").string() + " 2>&1 & echo $!'");
-  pid_t victim = std::stoi(pid_text);
-  auto alive = [] {
-    int n = 0;
-    for (const auto& node : orb::Nodes()) n += node.alive;
-    return n;
-  };
-  REQUIRE(orb::testing::WaitFor([&] { return alive() == 3; }, std::chrono::seconds(10)));
-  std::string victim_id;
-  for (const auto& node : orb::Nodes()) {
-    if (node.alive && node.node_id != c.head_ && node.node_id != c.second_) victim_id = node.node_id;
+                             c.address_ + " --num-cpus 2 --object-store-memory 134217728 --token-file " + token +
+                             " > " + (c.temp_ / (name + ".out")).string() + " 2>&1 & echo $!'");
+  ExtraNode node;
+  node.pid = std::stoi(pid_text);
+  REQUIRE(orb::testing::WaitFor([&] { return AliveNodes() == 3; }, std::chrono::seconds(10)));
+  for (const auto& n : orb::Nodes()) {
+    if (n.alive && n.node_id != c.head_ && n.node_id != c.second_) node.id = n.node_id;
   }
-  REQUIRE(WaitUntilPlaceable(victim_id));
+  REQUIRE(WaitUntilPlaceable(node.id));
+  return node;
+}
+}  // namespace
+
+TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS declares it dead", "[multinode][faults]") {
+  auto& c = Cluster();
+  ExtraNode victim = StartExtraNode(c, "victim");
+  auto alive = AliveNodes;
 
   std::vector<orb::ObjectRef<int>> refs;
   for (int i = 0; i < 12; ++i) {
@@ -240,11 +252,36 @@ TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS decla
   }
   // Fault injection: the kill lands while the first tasks of the batch run on every node.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  REQUIRE(::kill(victim, SIGKILL) == 0);
+  REQUIRE(::kill(victim.pid, SIGKILL) == 0);
   auto values = orb::Get(refs, 90000);
   for (int i = 0; i < 12; ++i) CHECK(*values[i] == 2 * i);
   // Probes fail, the suspicion is not refuted: dead within the default timeouts (< 10 s).
   auto killed = std::chrono::steady_clock::now();
   CHECK(orb::testing::WaitFor([&] { return alive() == 2; }, std::chrono::seconds(20)));
   CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(10));
+}
+
+TEST_CASE("a Get pulling from a frozen node fails once the node is declared dead, not when it wakes",
+          "[multinode][faults][objects]") {
+  auto& c = Cluster();
+  ExtraNode frozen = StartExtraNode(c, "frozen");
+  const int64_t n = 4 << 20;  // 32 MiB: several chunks
+  auto produced = orb::Task(Produce).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{frozen.id}).Remote(n);
+  REQUIRE(orb::Wait(std::vector<orb::ObjectRef<std::vector<int64_t>>>{produced}, 1, 60000).ready.size() == 1);
+  REQUIRE(::kill(frozen.pid, SIGSTOP) == 0);
+  auto stopped = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    orb::Get(produced, 120000);
+  } catch (const orb::ObjectLostError& e) {
+    error = e.what();
+  }
+  auto waited = std::chrono::steady_clock::now() - stopped;
+  ::kill(frozen.pid, SIGKILL);
+  ::kill(frozen.pid, SIGCONT);
+  INFO(error);
+  CHECK(error.find("declared dead") != std::string::npos);
+  // Probe interval + suspicion timeout is about 4 s; the sockets' own timeout is 60 s.
+  CHECK(waited < std::chrono::seconds(20));
+  CHECK(orb::testing::WaitFor([] { return AliveNodes() == 2; }, std::chrono::seconds(20)));
 }

@@ -50,42 +50,85 @@ void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& so
 }
 
 void ObjectPuller::RequestChunks(const ObjectID& id) {
-  Transfer& t = pulls_[id];
+  auto it = pulls_.find(id);
+  if (it == pulls_.end()) return;
+  Transfer& t = it->second;
+  t.retry_due = false;
+  while (t.failure.ok() && t.in_flight < options_.chunks_in_flight && !t.again.empty()) {
+    auto [chunk_offset, length] = t.again.back();
+    t.again.pop_back();
+    Fetch(id, t, chunk_offset, length);
+  }
   while (t.failure.ok() && t.in_flight < options_.chunks_in_flight && t.next_chunk < t.size) {
     uint64_t chunk_offset = t.next_chunk;
     uint64_t length = std::min(options_.chunk_bytes, t.size - chunk_offset);
     t.next_chunk += length;
-    t.in_flight++;
-    // The space is this pull's until it is sealed or aborted, which waits for every
-    // chunk in flight: the fetch threads may write into it meanwhile.
-    stream_.Fetch(t.source, id, chunk_offset, length, arena_->data() + t.offset + chunk_offset,
-                  [this, id, length](absl::Status status) {
-                    loop_->Post([this, id, length, status] { OnChunk(id, length, status); });
-                  });
+    Fetch(id, t, chunk_offset, length);
   }
+  FailIfIdle(id);
 }
 
-void ObjectPuller::OnChunk(const ObjectID& id, uint64_t length, const absl::Status& status) {
+void ObjectPuller::Fetch(const ObjectID& id, Transfer& t, uint64_t chunk_offset, uint64_t length) {
+  t.in_flight++;
+  // The space is this pull's until it is sealed or aborted, which waits for every chunk
+  // in flight: the fetch threads may write into it meanwhile.
+  stream_.Fetch(t.source, id, chunk_offset, length, arena_->data() + t.offset + chunk_offset,
+                [this, id, chunk_offset, length](absl::Status status) {
+                  loop_->Post([this, id, chunk_offset, length, status] { OnChunk(id, chunk_offset, length, status); });
+                });
+}
+
+void ObjectPuller::OnChunk(const ObjectID& id, uint64_t chunk_offset, uint64_t length, const absl::Status& status) {
   auto it = pulls_.find(id);
   if (it == pulls_.end()) return;
   Transfer& t = it->second;
   t.in_flight--;
-  if (!status.ok()) {
-    if (absl::IsDataLoss(status)) IncrementCounter("object_chunks_dropped_corrupt");
-    if (t.failure.ok()) t.failure = status;
-  } else {
+  if (status.ok()) {
     t.received += length;
+    if (t.received == t.size) return Finish(id, rpc::ErrorInfo());
+    return RequestChunks(id);
   }
-  if (!t.failure.ok()) {
-    if (t.in_flight > 0) return;
-    rpc::ErrorInfo error;
-    error.set_type(rpc::OBJECT_LOST);
-    error.set_message("object " + id.Hex() + " could not be fetched from " + t.source + ": " +
-                      std::string(t.failure.message()));
-    return Finish(id, error);
+  if (absl::IsDataLoss(status)) IncrementCounter("object_chunks_dropped_corrupt");
+  if (absl::IsUnavailable(status) && t.failure.ok() && t.retries < kMaxChunkRetries) {
+    // Busy, or a connection that broke: again after a back-off (50 ms doubling to 1 s).
+    IncrementCounter("object_chunks_retried");
+    t.again.emplace_back(chunk_offset, length);
+    int delay_ms = std::min(1000, 50 << std::min(t.retries, 5));
+    t.retries++;
+    if (!t.retry_due) {
+      t.retry_due = true;
+      loop_->RunAfter(std::chrono::milliseconds(delay_ms), [this, id] { RequestChunks(id); });
+    }
+    return;
   }
-  if (t.received == t.size) return Finish(id, rpc::ErrorInfo());
-  RequestChunks(id);
+  if (t.failure.ok()) t.failure = status;
+  FailIfIdle(id);
+}
+
+void ObjectPuller::FailIfIdle(const ObjectID& id) {
+  auto it = pulls_.find(id);
+  if (it == pulls_.end()) return;
+  Transfer& t = it->second;
+  if (t.failure.ok() || t.in_flight > 0) return;
+  rpc::ErrorInfo error;
+  error.set_type(rpc::OBJECT_LOST);
+  error.set_message("object " + id.Hex() + " could not be fetched from " + t.source + ": " +
+                    std::string(t.failure.message()));
+  Finish(id, error);
+}
+
+void ObjectPuller::SourceDead(const std::string& source_stream, const std::string& why) {
+  bool any = false;
+  std::vector<ObjectID> ids;
+  for (auto& [id, t] : pulls_) {
+    if (t.source != source_stream) continue;
+    any = true;
+    if (t.failure.ok()) t.failure = absl::UnavailableError(why);
+    ids.push_back(id);
+  }
+  if (!any) return;
+  stream_.Abandon(source_stream);
+  for (const ObjectID& id : ids) FailIfIdle(id);
 }
 
 void ObjectPuller::Finish(const ObjectID& id, const rpc::ErrorInfo& error) {

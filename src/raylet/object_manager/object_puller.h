@@ -4,8 +4,13 @@
 // byte ranges of `chunk_bytes` (several in flight, each received straight into the
 // arena; see object_stream_protocol.h), and seals the copy when every range is in. The copy is secondary: evictable once no reader has
 // it pinned. Pulls of one object that overlap share one transfer; each waiter gets the
-// object pinned for it. A source that is unreachable or no longer has the object fails
-// the pull with OBJECT_LOST. Runs on the raylet's event loop; not thread-safe.
+// object pinned for it.
+//
+// A chunk the source could not serve for now (busy, or a connection that broke) is asked
+// for again, backing off, up to kMaxChunkRetries times. A source that no longer has the
+// object, stays unreachable, or is declared dead (SourceDead: the transfer ends at
+// once, not when its sockets time out) fails the pull with OBJECT_LOST. Runs on the
+// raylet's event loop; not thread-safe.
 #pragma once
 
 #include <functional>
@@ -37,6 +42,9 @@ class ObjectPuller {
   using Done = std::function<void(const ObjectLocationInArena&, const rpc::ErrorInfo&)>;
   void Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader, Done done);
 
+  // The node serving objects at `source_stream` was declared dead: its pulls fail now.
+  void SourceDead(const std::string& source_stream, const std::string& why);
+
   size_t pulls_in_progress() const { return pulls_.size(); }
 
  private:
@@ -50,13 +58,20 @@ class ObjectPuller {
     uint64_t next_chunk = 0;
     uint64_t received = 0;
     int in_flight = 0;
-    absl::Status failure;  // the first chunk that failed
+    int retries = 0;        // chunks asked for again, in all
+    bool retry_due = false;  // RequestChunks is scheduled after a back-off
+    std::vector<std::pair<uint64_t, uint64_t>> again;  // chunks (offset, length) to ask for again
+    absl::Status failure;  // the first chunk that failed for good
     std::string source;    // the holder's object stream
     std::vector<Waiter> waiters;
   };
 
+  static constexpr int kMaxChunkRetries = 20;
+
   void RequestChunks(const ObjectID& id);
-  void OnChunk(const ObjectID& id, uint64_t length, const absl::Status& status);
+  void Fetch(const ObjectID& id, Transfer& t, uint64_t chunk_offset, uint64_t length);
+  void FailIfIdle(const ObjectID& id);
+  void OnChunk(const ObjectID& id, uint64_t chunk_offset, uint64_t length, const absl::Status& status);
   void Finish(const ObjectID& id, const rpc::ErrorInfo& error);
 
   LocalObjectStore* store_;

@@ -19,11 +19,31 @@ ObjectStreamClient::~ObjectStreamClient() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+    for (const auto& [fd, address] : open_) ::shutdown(fd, SHUT_RDWR);
   }
   threads_.reset();  // runs what is queued (it fails fast now) and joins
   std::lock_guard<std::mutex> lock(mu_);
-  for (int fd : open_) ::close(fd);
+  for (const auto& [fd, address] : open_) ::close(fd);
+}
+
+void ObjectStreamClient::Abandon(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = abandoned_.begin(); it != abandoned_.end();) {
+    it = now - it->second > std::chrono::minutes(1) ? abandoned_.erase(it) : std::next(it);
+  }
+  abandoned_[address] = now;
+  if (auto idle = idle_.find(address); idle != idle_.end()) {
+    for (int fd : idle->second) {
+      open_.erase(fd);
+      ::close(fd);
+    }
+    idle_.erase(idle);
+  }
+  // In use: shut down, so that the fetch blocked on it returns; it closes the socket.
+  for (const auto& [fd, where] : open_) {
+    if (where == address) ::shutdown(fd, SHUT_RDWR);
+  }
 }
 
 void ObjectStreamClient::Fetch(const std::string& address, const ObjectID& id, uint64_t offset, uint64_t length,
@@ -45,12 +65,13 @@ absl::Status ObjectStreamClient::FetchNow(const std::string& address, const Obje
   request.length = length;
   os::ResponseHeader response{};
   int fd = -1;
+  auto started = std::chrono::steady_clock::now();
   // A connection kept from earlier may have been closed by its peer (a restart): then
   // once more on a new one.
   for (int attempt = 0;; ++attempt) {
     absl::Status error;
     bool reused = false;
-    fd = Borrow(address, &reused, &error);
+    fd = Borrow(address, started, &reused, &error);
     if (fd < 0) return error;
     if (os::WriteAll(fd, &request, sizeof(request)) && os::WriteAll(fd, token_.data(), token_.size()) &&
         os::ReadAll(fd, &response, sizeof(response))) {
@@ -69,6 +90,9 @@ absl::Status ObjectStreamClient::FetchNow(const std::string& address, const Obje
       GiveBack(address, fd);
       return absl::OutOfRangeError("bytes " + std::to_string(offset) + "+" + std::to_string(length) +
                                    " are not inside object " + id.Hex());
+    case os::kBusy:
+      Close(fd);
+      return absl::UnavailableError("the object stream at " + address + " is busy (every connection in use)");
     case os::kUnauthenticated:
       Close(fd);
       return absl::PermissionDeniedError("the object stream at " + address + " refused the cluster token");
@@ -90,11 +114,16 @@ absl::Status ObjectStreamClient::FetchNow(const std::string& address, const Obje
   return absl::OkStatus();
 }
 
-int ObjectStreamClient::Borrow(const std::string& address, bool* reused, absl::Status* error) {
+int ObjectStreamClient::Borrow(const std::string& address, std::chrono::steady_clock::time_point since,
+                               bool* reused, absl::Status* error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       *error = absl::CancelledError("this node is shutting down");
+      return -1;
+    }
+    if (auto gone = abandoned_.find(address); gone != abandoned_.end() && gone->second >= since) {
+      *error = absl::UnavailableError("the node serving objects at " + address + " was declared dead");
       return -1;
     }
     auto& idle = idle_[address];
@@ -135,7 +164,7 @@ int ObjectStreamClient::Borrow(const std::string& address, bool* reused, absl::S
     *error = absl::CancelledError("this node is shutting down");
     return -1;
   }
-  open_.insert(fd);
+  open_.emplace(fd, address);
   return fd;
 }
 

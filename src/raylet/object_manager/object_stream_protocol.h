@@ -9,7 +9,8 @@
 //
 // Integers are little-endian. A connection carries any number of requests, one at a
 // time. A request that is malformed or lacks the cluster token is answered with its
-// status and the connection is closed.
+// status and the connection is closed, as is one the holder is too busy for (kBusy).
+// The first request must arrive within a short deadline of the connection.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,7 @@ enum Status : uint32_t {
   kOutOfRange = 2,       // the range is not inside the object
   kUnauthenticated = 3,  // missing or wrong cluster token
   kMalformed = 4,        // not a request of this protocol and version
+  kBusy = 5,             // every connection for members is in use: try again shortly
 };
 
 #pragma pack(push, 1)

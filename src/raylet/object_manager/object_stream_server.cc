@@ -54,12 +54,13 @@ ObjectStreamServer::~ObjectStreamServer() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
+    for (int fd : unauthenticated_) ::shutdown(fd, SHUT_RDWR);
   }
   ::shutdown(listener_, SHUT_RDWR);  // wakes accept()
   if (acceptor_.joinable()) acceptor_.join();
   ::close(listener_);
   std::unique_lock<std::mutex> lock(mu_);
-  drained_.wait(lock, [this] { return connections_.empty(); });
+  drained_.wait(lock, [this] { return serving_ == 0; });
 }
 
 void ObjectStreamServer::AcceptLoop() {
@@ -70,30 +71,52 @@ void ObjectStreamServer::AcceptLoop() {
       return;  // shut down
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || connections_.size() >= kMaxConnections) {
+    if (stopping_) {
       ::close(fd);
-      if (stopping_) return;
-      continue;
+      return;
     }
-    os::ConfigureSocket(fd, 60);
-    connections_.insert(fd);
+    if (unauthenticated_.size() >= kMaxUnauthenticated) {
+      // The oldest has had the longest to send its token: it goes (its thread closes it).
+      ::shutdown(unauthenticated_.front(), SHUT_RDWR);
+      unauthenticated_.pop_front();
+      IncrementCounter("object_stream_unauthenticated_evicted");
+    }
+    os::ConfigureSocket(fd, kTokenDeadlineSeconds);
+    unauthenticated_.push_back(fd);
+    serving_++;
     std::thread([this, fd] { Serve(fd); }).detach();
   }
 }
 
 void ObjectStreamServer::Serve(int fd) {
   WorkerID reader = WorkerID::FromRandom();  // this connection's pins
-  while (ServeOne(fd, reader)) {
+  bool authenticated = false;
+  while (ServeOne(fd, reader, &authenticated)) {
   }
+  Forget(fd);
+}
+
+bool ObjectStreamServer::Admit(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (connections_.size() >= kMaxConnections) return false;
+  unauthenticated_.remove(fd);
+  connections_.insert(fd);
+  os::ConfigureSocket(fd, kIdleMemberSeconds);
+  return true;
+}
+
+void ObjectStreamServer::Forget(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   ::close(fd);
   connections_.erase(fd);
+  unauthenticated_.remove(fd);  // no-op when it was evicted (the list holds it no more)
+  serving_--;
   drained_.notify_all();
 }
 
-bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader) {
+bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader, bool* authenticated) {
   os::RequestHeader request;
-  if (!os::ReadAll(fd, &request, sizeof(request))) return false;  // closed between requests
+  if (!os::ReadAll(fd, &request, sizeof(request))) return false;  // closed, or no request in time
   auto answer = [fd](os::Status status, uint64_t length) {
     os::ResponseHeader response{status, length};
     return os::WriteAll(fd, &response, sizeof(response));
@@ -109,6 +132,14 @@ bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader) {
     IncrementCounter("object_stream_rejected_unauthenticated");
     answer(os::kUnauthenticated, 0);
     return false;
+  }
+  if (!*authenticated) {
+    if (!Admit(fd)) {
+      IncrementCounter("object_stream_busy");
+      answer(os::kBusy, 0);
+      return false;
+    }
+    *authenticated = true;
   }
   ObjectID id = ObjectID::FromBinary(std::string(request.object_id, os::kObjectIdBytes));
   ObjectLocationInArena where = source_.pin(id, reader);

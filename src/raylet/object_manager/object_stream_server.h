@@ -7,11 +7,18 @@
 // refused, counted (object_stream_rejected_unauthenticated, object_stream_malformed,
 // object_chunk_requests_rejected) and, unless only the range was wrong, the connection
 // closed. Thread-safe; the destructor closes every connection and waits for its thread.
+//
+// Strangers cannot crowd out members: a new connection must send a request with the
+// token within kTokenDeadline; until it has, it takes one of kMaxUnauthenticated slots of
+// its own (the oldest is closed when a new one needs a slot), never one of the
+// kMaxConnections that members' connections use. A member that finds those all in use is
+// answered kBusy (object_stream_busy), which pullers retry.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -45,10 +52,18 @@ class ObjectStreamServer {
   ObjectStreamServer(int listener, int port, std::string token, ObjectStreamSource source);
   void AcceptLoop();
   void Serve(int fd);
-  // Answers one request; false when the connection should close.
-  bool ServeOne(int fd, const WorkerID& reader);
+  // Answers one request; false when the connection should close. `authenticated`:
+  // whether an earlier request on it carried the token (set by this one when it does).
+  bool ServeOne(int fd, const WorkerID& reader, bool* authenticated);
+  // Moves `fd` from the unauthenticated connections to the members'; false when those
+  // are all in use.
+  bool Admit(int fd);
+  void Forget(int fd);
 
-  static constexpr int kMaxConnections = 64;
+  static constexpr size_t kMaxConnections = 64;
+  static constexpr size_t kMaxUnauthenticated = 64;
+  static constexpr int kTokenDeadlineSeconds = 2;
+  static constexpr int kIdleMemberSeconds = 60;
 
   // Constant after construction.
   const int listener_;
@@ -58,8 +73,10 @@ class ObjectStreamServer {
 
   std::mutex mu_;
   std::condition_variable drained_;
-  std::set<int> connections_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
+  std::set<int> connections_;  // members', guarded by mu_
+  std::list<int> unauthenticated_;  // oldest first, guarded by mu_
+  int serving_ = 0;                 // connection threads running, guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
   std::thread acceptor_;
 };
 
