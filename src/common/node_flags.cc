@@ -20,6 +20,9 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--infeasible-grace-ms", flags->infeasible_grace_ms,
                   "work no node (and no node type the autoscaler may add) can run fails after this long")
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--max-message-bytes", flags->max_message_bytes,
+                  "largest RPC request the GCS and raylets accept, bytes (default 64 MiB)")
+      ->check(CLI::Range(1ll << 20, (1ll << 31) - 1));
   app->add_option("--port", flags->port, "GCS port for a head (0 picks a free one)")->check(CLI::Range(0, 65535));
   app->add_option("--storage-dir", flags->storage_dir, "GCS RocksDB directory (default: <session>/storage)");
 }
@@ -41,7 +44,8 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
   std::vector<std::string> argv = {where.raylet_bin, "--gcs-address", where.gcs_address, "--port", "0",
                                    "--session-dir", where.session_dir, "--token-file", where.token_file,
                                    "--node-ip-address", o.node_ip, "--log-file", log,
-                                   "--infeasible-grace-ms", std::to_string(o.infeasible_grace_ms)};
+                                   "--infeasible-grace-ms", std::to_string(o.infeasible_grace_ms),
+                                   "--max-message-bytes", std::to_string(o.max_message_bytes)};
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
   if (o.num_cpus >= 0) argv.insert(argv.end(), {"--num-cpus", std::to_string(o.num_cpus)});
   if (o.num_gpus >= 0) argv.insert(argv.end(), {"--num-gpus", std::to_string(o.num_gpus)});
@@ -55,7 +59,8 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
 std::vector<std::string> GcsArgs(const NodeFlags& o, const std::string& gcs_bin, const std::string& session_dir,
                                  const std::string& token_file, const std::string& storage_dir) {
   std::vector<std::string> argv = {gcs_bin, "--port", std::to_string(o.port), "--token-file", token_file,
-                                   "--log-file", session_dir + "/logs/gcs_server.log"};
+                                   "--log-file", session_dir + "/logs/gcs_server.log",
+                                   "--max-message-bytes", std::to_string(o.max_message_bytes)};
   if (!storage_dir.empty()) argv.insert(argv.end(), {"--storage-dir", storage_dir});
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0", "--node-ip-address", o.node_ip});
   return argv;

@@ -15,6 +15,9 @@ class App;
 
 namespace orb {
 
+// The largest RPC request the GCS and raylets accept unless told otherwise.
+inline constexpr long long kDefaultMaxMessageBytes = 64ll << 20;
+
 struct NodeFlags {
   // --- the node (every raylet) ---
   double num_cpus = -1;  // < 0: the core count
@@ -25,6 +28,7 @@ struct NodeFlags {
   long long object_store_memory = 0;  // 0: 30% of the available memory
   std::string node_ip = "127.0.0.1";
   int infeasible_grace_ms = 3000;  // how long work no node can run waits before INFEASIBLE
+  long long max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request daemons accept
   // --- the head (GCS) ---
   int port = 6379;          // 0 picks a free one
   std::string storage_dir;  // empty: <session>/storage

@@ -4,20 +4,12 @@
 
 #include <mutex>
 
-#include "common/metrics.h"
 
 namespace orb {
-
-void CountUnauthenticated() { IncrementCounter("rpc_rejected_unauthenticated"); }
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 bool TokenMatches(std::string_view presented, const std::string& token) {
@@ -29,12 +21,9 @@ bool TokenMatches(std::string_view presented, const std::string& token) {
   return diff == 0;
 }
 
-bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token) {
-  if (token.empty()) return true;
-  const auto& metadata = ctx->client_metadata();
-  auto it = metadata.find(kTokenMetadataKey);
-  if (it == metadata.end()) return false;
-  return TokenMatches(std::string_view(it->second.data(), it->second.size()), token);
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 namespace {
@@ -77,28 +66,6 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   // waiting for flow-control updates every 64 KiB.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
-absl::StatusOr<StartedServer> StartServer(const std::string& host, int port,
-                                          const std::vector<grpc::Service*>& services,
-                                          const std::string& unix_socket) {
-  StartedServer started;
-  grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(-1);
-  builder.SetMaxSendMessageSize(-1);
-  // Without this, a second server could bind the same port and steal half the calls.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(),
-                           &started.port);
-  if (!unix_socket.empty()) builder.AddListeningPort("unix:" + unix_socket, grpc::InsecureServerCredentials());
-  for (grpc::Service* service : services) builder.RegisterService(service);
-  started.server = builder.BuildAndStart();
-  if (!started.server || started.port == 0) {
-    return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) +
-                                  " (address in use or not local?)");
-  }
-  return started;
 }
 
 }  // namespace orb

@@ -1,10 +1,7 @@
-// RPC plumbing shared by every orb service and client, kept apart from component logic.
+// Client side of orb's RPCs (the server side is rpc_server.h), kept apart from
+// component logic.
 //
-// Server side: each generated callback method calls Dispatch(), which checks the cluster
-// token and then runs a handler `Handle(request, reply, send_reply)` on the daemon's
-// event loop. Handlers never see gRPC server types beyond the reply they fill.
-//
-// Client side: RpcClient<Service> owns a channel and stub, attaches the token and a
+// RpcClient<Service> owns a channel and stub, attaches the token and a
 // deadline to every call, and retries idempotent calls on UNAVAILABLE with backoff.
 // Callbacks run on a gRPC thread; post into an EventLoop to touch loop-owned state.
 #pragma once
@@ -30,69 +27,15 @@ namespace orb {
 
 inline constexpr char kTokenMetadataKey[] = "orb-token";
 
+// How a handler answers a call: its reply is filled before this is called.
 using SendReply = std::function<void(grpc::Status)>;
 
 absl::Status FromGrpc(const grpc::Status& status);
 grpc::Status ToGrpc(const absl::Status& status);
 
-// Where a service's handlers run and which token its callers must present.
-struct ServiceContext {
-  EventLoop* loop = nullptr;  // null: run handlers on the gRPC thread
-  std::string token;          // empty: no authentication
-};
-
-bool IsAuthorized(grpc::CallbackServerContext* ctx, const std::string& token);
 // Whether `presented` is the cluster `token` (any value when the token is empty),
 // compared in constant time.
 bool TokenMatches(std::string_view presented, const std::string& token);
-// Counts a call refused for a missing or wrong token (metric rpc_rejected_unauthenticated).
-void CountUnauthenticated();
-
-template <class Req, class Reply, class Handler>
-grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx, const Req* req, Reply* reply,
-                                   const ServiceContext& service, Handler handler) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!IsAuthorized(ctx, service.token)) {
-    CountUnauthenticated();
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                 "missing or wrong cluster token (orb-token metadata)"));
-    return reactor;
-  }
-  auto run = [req, reply, reactor, handler = std::move(handler)]() mutable {
-    handler(*req, reply, [reactor](grpc::Status status) { reactor->Finish(status); });
-  };
-  if (service.loop) {
-    service.loop->Post(std::move(run));
-  } else {
-    run();
-  }
-  return reactor;
-}
-
-// Declares one callback method of a generated service that forwards to
-// `handler_->Handle<Method>(request, reply, send_reply)`.
-#define ORB_SERVICE_METHOD(Method)                                                          \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* ctx,                        \
-                                   const rpc::Method##Request* req,                          \
-                                   rpc::Method##Reply* reply) override {                     \
-    return ::orb::Dispatch(ctx, req, reply, service_context_,                                \
-                           [h = handler_](const rpc::Method##Request& r,                     \
-                                          rpc::Method##Reply* rep, ::orb::SendReply send) {  \
-                             h->Handle##Method(r, rep, std::move(send));                     \
-                           });                                                               \
-  }
-
-// As ORB_SERVICE_METHOD, forwarding to `target->Handle<Method>` instead of handler_.
-#define ORB_SERVICE_METHOD_ON(Method, target)                                               \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* ctx,                        \
-                                   const rpc::Method##Request* req,                          \
-                                   rpc::Method##Reply* reply) override {                     \
-    return ::orb::Dispatch(ctx, req, reply, service_context_,                                \
-                           [h = (target)](const rpc::Method##Request& r,                     \
-                                          rpc::Method##Reply* rep, ::orb::SendReply send) {  \
-                             h->Handle##Method(r, rep, std::move(send));                     \
-                           });                                                               \
-  }
 
 // Binds a generated stub's async method, for RpcClient::Call.
 #define ORB_RPC(Method)                                                 \
@@ -201,16 +144,5 @@ class RpcClient {
   std::condition_variable idle_cv_;
   std::set<grpc::ClientContext*> in_flight_;  // guarded by calls_mu_
 };
-
-// Starts a gRPC server on `address` ("host:port"; port 0 picks a free one) with the given
-// services. Returns the bound port, or an error naming the cause (e.g. port taken).
-struct StartedServer {
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-};
-// `unix_socket`, when not empty, is a path where the same services also listen.
-absl::StatusOr<StartedServer> StartServer(const std::string& host, int port,
-                                          const std::vector<grpc::Service*>& services,
-                                          const std::string& unix_socket = "");
 
 }  // namespace orb

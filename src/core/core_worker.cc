@@ -18,9 +18,10 @@ namespace {
 
 thread_local std::string current_task_id;  // binary; empty outside a task
 
-class CoreWorkerGrpcService : public rpc::CoreWorkerService::CallbackService {
+class CoreWorkerGrpcService : public RpcService {
  public:
-  CoreWorkerGrpcService(CoreWorker* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
+  CoreWorkerGrpcService(CoreWorker* handler, ServiceContext context)
+      : RpcService(rpc::CoreWorkerService::service_full_name(), std::move(context)), handler_(handler) {}
   ORB_SERVICE_METHOD(PushTasks)
   ORB_SERVICE_METHOD(GetObjectStatus)
   ORB_SERVICE_METHOD(UpdateBorrowers)
@@ -29,7 +30,6 @@ class CoreWorkerGrpcService : public rpc::CoreWorkerService::CallbackService {
 
  private:
   CoreWorker* handler_;
-  ServiceContext service_context_;
 };
 
 class InlineValue : public internal::ValueBuffer {
@@ -162,7 +162,7 @@ absl::Status CoreWorker::Start() {
   unix_socket_ = ec ? "" : TempRoot() + "/sockets/" + options_.worker_id.Hex().substr(0, 20);
   auto server = StartServer(options_.node_ip, 0, {service_.get()}, unix_socket_);
   if (!server.ok()) return server.status();
-  server_ = std::move(server->server);
+  server_ = std::move(*server);
   self_address_.set_ip(options_.node_ip);
   self_address_.set_port(server->port);
   self_address_.set_worker_id(options_.worker_id.Binary());
@@ -222,7 +222,7 @@ void CoreWorker::Disconnect() {
   if (raylet_clients_) raylet_clients_->Drain(drain);
   if (raylet_) raylet_->Drain(drain);
   if (gcs_) gcs_->Drain(drain);
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  if (server_.server) server_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (!unix_socket_.empty()) ::unlink(unix_socket_.c_str());
 }
 

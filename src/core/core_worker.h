@@ -20,6 +20,7 @@
 #include "common/event_loop.h"
 #include "common/id.h"
 #include "common/rpc.h"
+#include "common/rpc_server.h"
 #include "core/actor_submitter.h"
 #include "core/object_table.h"
 #include "core/runtime.h"
@@ -180,8 +181,8 @@ class CoreWorker : public Runtime {
   std::unique_ptr<TaskSubmitter> submitter_;
   std::unique_ptr<ActorSubmitter> actor_submitter_;
   std::unique_ptr<TaskReceiver> receiver_;
-  std::unique_ptr<grpc::Service> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<RpcService> service_;
+  StartedServer server_;
   std::string unix_socket_;  // where this process also serves, for callers on its node
   std::atomic<uint32_t> put_index_{0};
   TaskID driver_task_id_;  // the pseudo-task that a driver's Puts and submissions belong to

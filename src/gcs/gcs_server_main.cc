@@ -7,8 +7,9 @@
 #include <iostream>
 
 #include "common/logging.h"
+#include "common/node_flags.h"
 #include "common/process.h"
-#include "common/rpc.h"
+#include "common/rpc_server.h"
 #include "common/session.h"
 #include "gcs/gcs_handler.h"
 #include "gcs/space_guarded_table_store.h"
@@ -18,9 +19,10 @@
 
 namespace orb::gcs {
 
-class GcsGrpcService : public rpc::GcsService::CallbackService {
+class GcsGrpcService : public RpcService {
  public:
-  GcsGrpcService(GcsHandler* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
+  GcsGrpcService(GcsHandler* handler, ServiceContext context)
+      : RpcService(rpc::GcsService::service_full_name(), std::move(context)), handler_(handler) {}
   ORB_SERVICE_METHOD(RegisterNode)
   ORB_SERVICE_METHOD(UnregisterNode)
   ORB_SERVICE_METHOD(GetAllNodes)
@@ -47,7 +49,6 @@ class GcsGrpcService : public rpc::GcsService::CallbackService {
 
  private:
   GcsHandler* handler_;
-  ServiceContext service_context_;
 };
 
 int Main(int argc, char** argv) {
@@ -63,11 +64,14 @@ int Main(int argc, char** argv) {
   std::string log_file;
   std::string node_ip;
   uint64_t min_free_disk = uint64_t{64} << 20;
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to bind (default loopback only)");
   app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
   app.add_option("--min-free-disk-bytes", min_free_disk,
                  "with --storage-dir: refuse writes (and to start) when less is free there (default 64 MiB)");
+  app.add_option("--max-message-bytes", max_message_bytes, "largest RPC request accepted, bytes (default 64 MiB)")
+      ->check(CLI::Range(int64_t{1} << 20, (int64_t{1} << 31) - 1));
   app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
   app.add_option("--log-file", log_file, "log here instead of stderr");
   app.add_option("--node-ip-address", node_ip, "address raylets reach this GCS at (default: --bind)");
@@ -120,7 +124,7 @@ int Main(int argc, char** argv) {
   GcsGrpcService service(handler->get(), ServiceContext{&loop, token});
   gossip::GossipGrpcService gossip_service(
       [h = handler->get()](const std::string& bytes) { return h->DeliverGossip(bytes); }, ServiceContext{&loop, token});
-  auto server = StartServer(bind, port, {&service, &gossip_service});
+  auto server = StartServer(bind, port, {&service, &gossip_service}, "", ServerLimits{max_message_bytes});
   if (!server.ok()) {
     std::cerr << "gcs_server: " << server.status().message() << "\n";
     return 2;

@@ -47,19 +47,15 @@ void GrpcGossipTransport::DropIdleChannels(std::chrono::milliseconds idle) {
 }
 
 GossipGrpcService::GossipGrpcService(Deliver deliver, ServiceContext context)
-    : deliver_(std::move(deliver)), service_context_(std::move(context)) {}
+    : RpcService(rpc::GossipService::service_full_name(), std::move(context)), deliver_(std::move(deliver)) {}
 
-grpc::ServerUnaryReactor* GossipGrpcService::DeliverGossip(grpc::CallbackServerContext* ctx,
-                                                           const rpc::DeliverGossipRequest* req,
-                                                           rpc::DeliverGossipReply* reply) {
-  return Dispatch(ctx, req, reply, service_context_,
-                  [this](const rpc::DeliverGossipRequest& r, rpc::DeliverGossipReply*, SendReply send) {
-                    if (deliver_(r.message()) == GossipNode::Received::kWrongCluster) {
-                      return send(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                               "gossip from another cluster (a GCS restarted without storage?)"));
-                    }
-                    send(grpc::Status::OK);
-                  });
+void GossipGrpcService::HandleDeliverGossip(const rpc::DeliverGossipRequest& request, rpc::DeliverGossipReply*,
+                                            SendReply send) {
+  if (deliver_(request.message()) == GossipNode::Received::kWrongCluster) {
+    return send(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             "gossip from another cluster (a GCS restarted without storage?)"));
+  }
+  send(grpc::Status::OK);
 }
 
 }  // namespace orb::gossip

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/rpc.h"
+#include "common/rpc_server.h"
 #include "gossip.grpc.pb.h"
 #include "gossip/gossip_node.h"
 
@@ -43,16 +44,15 @@ class GrpcGossipTransport : public GossipTransport {
 
 // Serves DeliverGossip; `deliver` runs on the service context's loop. A message from
 // another cluster is answered FAILED_PRECONDITION so that its sender can rejoin.
-class GossipGrpcService : public rpc::GossipService::CallbackService {
+class GossipGrpcService : public RpcService {
  public:
   using Deliver = std::function<GossipNode::Received(const std::string& bytes)>;
   GossipGrpcService(Deliver deliver, ServiceContext context);
-  grpc::ServerUnaryReactor* DeliverGossip(grpc::CallbackServerContext* ctx, const rpc::DeliverGossipRequest* req,
-                                          rpc::DeliverGossipReply* reply) override;
+  void HandleDeliverGossip(const rpc::DeliverGossipRequest& request, rpc::DeliverGossipReply* reply, SendReply send);
 
  private:
   Deliver deliver_;
-  ServiceContext service_context_;
+  ORB_SERVICE_METHOD_ON(DeliverGossip, this)
 };
 
 }  // namespace orb::gossip

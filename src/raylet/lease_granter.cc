@@ -308,7 +308,11 @@ ResourceSet LeaseGranter::HeldBy(const Lease& lease) {
 
 WorkerID LeaseGranter::WorkerOfLease(const LeaseID& lease_id) const {
   auto it = leases_.find(lease_id);
-  return it == leases_.end() ? WorkerID() : it->second.worker;
+  if (it != leases_.end()) return it->second.worker;
+  for (const auto& [lease, worker] : ended_by_death_) {
+    if (lease == lease_id) return worker;
+  }
+  return WorkerID();
 }
 
 void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
@@ -423,6 +427,8 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
       ReleaseGpus(it->second);
       leases_.erase(it);
     }
+    ended_by_death_.emplace_back(lid->second, worker.id);
+    if (ended_by_death_.size() > kRecentDeaths) ended_by_death_.pop_front();
     lease_of_worker_.erase(lid);
   }
   for (auto it = queue_.begin(); it != queue_.end();) {
@@ -443,6 +449,7 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     }
     spdlog::info("reclaiming lease {} of dead worker {}", it->first.Hex().substr(0, 8), worker.id.Hex());
     available_.Add(HeldBy(it->second));
+    ReleaseGpus(it->second);
     lease_of_worker_.erase(it->second.worker);
     pool_->Kill(it->second.worker);
     it = leases_.erase(it);

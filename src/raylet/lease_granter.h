@@ -53,7 +53,8 @@ class LeaseGranter {
 
   void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
   void ReturnLease(const LeaseID& lease, bool worker_failed);
-  // The worker a lease runs on; nil when the lease is not (any more) known.
+  // The worker a lease runs on (or ran on, when its worker died lately: its holder may
+  // return it after the raylet saw the death); nil when the lease is not known.
   WorkerID WorkerOfLease(const LeaseID& lease) const;
   void SetBlocked(const WorkerID& worker, bool blocked);
   // A worker or driver died: release the lease it ran under, drop the requests it made,
@@ -134,6 +135,9 @@ class LeaseGranter {
   std::deque<PendingLease> queue_;
   std::unordered_map<LeaseID, Lease> leases_;
   std::unordered_map<WorkerID, LeaseID> lease_of_worker_;
+  // Leases that ended because their worker died, newest last (at most kRecentDeaths).
+  std::deque<std::pair<LeaseID, WorkerID>> ended_by_death_;
+  static constexpr size_t kRecentDeaths = 256;
   std::unordered_map<JobID, rpc::JobInfo> jobs_;
   std::unordered_map<JobID, std::string> job_errors_;
   std::unordered_set<JobID> fetching_;

@@ -18,9 +18,10 @@
 namespace orb {
 namespace {
 
-class RayletGrpcService : public rpc::RayletService::CallbackService {
+class RayletGrpcService : public RpcService {
  public:
-  RayletGrpcService(Raylet* handler, ServiceContext context) : handler_(handler), service_context_(context) {}
+  RayletGrpcService(Raylet* handler, ServiceContext context)
+      : RpcService(rpc::RayletService::service_full_name(), std::move(context)), handler_(handler) {}
   ORB_SERVICE_METHOD(RegisterWorker)
   ORB_SERVICE_METHOD(DisconnectWorker)
   ORB_SERVICE_METHOD(RequestWorkerLease)
@@ -40,7 +41,6 @@ class RayletGrpcService : public rpc::RayletService::CallbackService {
 
  private:
   Raylet* handler_;
-  ServiceContext service_context_;
 };
 
 grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
@@ -82,9 +82,10 @@ absl::Status Raylet::Start() {
         return gossip_ ? gossip_->ReceiveBytes(bytes) : gossip::GossipNode::Received::kIgnored;
       },
       ServiceContext{&loop_, options_.token});
-  auto server = StartServer(options_.bind, options_.port, {service_.get(), gossip_service_.get()});
+  auto server = StartServer(options_.bind, options_.port, {service_.get(), gossip_service_.get()}, "",
+                            ServerLimits{options_.max_message_bytes});
   if (!server.ok()) return server.status();
-  server_ = std::move(server->server);
+  server_ = std::move(*server);
   port_ = server->port;
 
   WorkerPoolOptions pool;
@@ -178,7 +179,7 @@ void Raylet::Stop() {
   CallOptions quick;
   quick.timeout = std::chrono::milliseconds(1000);
   (void)gcs_->CallSync<rpc::UnregisterNodeReply>(ORB_RPC(UnregisterNode), request, quick);
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  if (server_.server) server_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   loop_.Stop();
 }
 

@@ -18,7 +18,9 @@
 #include "common/event_loop.h"
 #include "common/id.h"
 #include "common/resources.h"
+#include "common/node_flags.h"
 #include "common/rpc.h"
+#include "common/rpc_server.h"
 #include "gcs_service.grpc.pb.h"
 #include "gossip/gossip_node.h"
 #include "gossip/grpc_transport.h"
@@ -48,6 +50,7 @@ struct RayletOptions {
   std::string default_worker_path;
   std::chrono::milliseconds idle_worker_timeout{60000};
   std::chrono::milliseconds infeasible_grace{3000};
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request served
   // Rounds, fan-out, probes; the cluster ID comes from the GCS at registration.
   gossip::GossipOptions gossip;
 };
@@ -128,8 +131,8 @@ class Raylet {
   std::string last_published_;
   bool view_dirty_ = false;
   std::chrono::steady_clock::time_point last_rejoin_;
-  std::unique_ptr<grpc::Service> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<RpcService> service_;
+  StartedServer server_;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::string cluster_id_;  // the cluster this node joined; constant after Start  // set by Stop() on the main thread, read on the loop

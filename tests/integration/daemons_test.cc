@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "common/daemon_launcher.h"
@@ -113,6 +114,44 @@ TEST_CASE("every RPC without the cluster token is refused as UNAUTHENTICATED", "
   RpcClient<rpc::RayletService> raylet_anon(raylet->started.address, "");
   CHECK(raylet_anon.CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats), rpc::GetNodeStatsRequest()).status().code() ==
         absl::StatusCode::kUnauthenticated);
+}
+
+namespace {
+// The process's peak resident memory (VmHWM), in bytes.
+int64_t PeakRss(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a huge request is refused before the GCS buffers it: without the token, and over the size cap",
+          "[security]") {
+  TempDir dir;
+  auto gcs = StartGcs(dir, "s3cret-token");
+  RpcClient<rpc::GcsService> member(gcs->started.address, "s3cret-token");
+  REQUIRE(member.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest()).ok());
+  int64_t before = PeakRss(gcs->started.pid);
+  rpc::KvPutRequest huge;
+  huge.set_key("k");
+  huge.set_value(std::string(150 << 20, 'x'));
+  CallOptions call;
+  call.timeout = std::chrono::seconds(30);
+  RpcClient<rpc::GcsService> stranger(gcs->started.address, "");
+  auto refused = stranger.CallSync<rpc::KvPutReply>(ORB_RPC(KvPut), huge, call);
+  CHECK_FALSE(refused.ok());
+  int64_t grown = PeakRss(gcs->started.pid) - before;
+  INFO("peak RSS grew by " << grown / (1 << 20) << " MiB: " << refused.status());
+  CHECK(grown < (48 << 20));
+  // A member's request over the cap (--max-message-bytes, 64 MiB by default) is refused too.
+  // (gRPC reads a member's request whole before it can tell it is too big.)
+  auto too_big = member.CallSync<rpc::KvPutReply>(ORB_RPC(KvPut), huge, call);
+  INFO(too_big.status());
+  CHECK(too_big.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(member.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest()).ok());
 }
 
 TEST_CASE("corrupt, foreign and unauthenticated gossip is dropped and counted; daemons keep running", "[gossip]") {

@@ -1,0 +1,102 @@
+#include "common/rpc_server.h"
+
+#include <grpcpp/generic/async_generic_service.h>
+
+#include "common/metrics.h"
+
+namespace orb {
+
+void CountUnauthenticated() { IncrementCounter("rpc_rejected_unauthenticated"); }
+
+RpcService::RpcService(std::string full_name, ServiceContext context)
+    : full_name_(std::move(full_name)), context_(std::move(context)) {}
+
+const RpcService::Route* RpcService::Find(const std::string& path) const {
+  auto it = routes_.find(path);
+  return it == routes_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// A call answered from its metadata alone: its body is never read.
+class RefusedCall : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit RefusedCall(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+// One unary call: reads the request, runs the route, writes the reply.
+class RoutedCall : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit RoutedCall(const RpcService::Route* route) : route_(route) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call ended without a request"));
+    (*route_)(&request_, [this](grpc::Status status, grpc::ByteBuffer reply) {
+      if (!status.ok()) return Finish(std::move(status));
+      reply_ = std::move(reply);
+      StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+    });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  const RpcService::Route* route_;
+  grpc::ByteBuffer request_, reply_;
+};
+
+class Router : public grpc::CallbackGenericService {
+ public:
+  explicit Router(std::vector<RpcService*> services) : services_(std::move(services)) {}
+
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    for (RpcService* service : services_) {
+      const RpcService::Route* route = service->Find(ctx->method());
+      if (!route) continue;
+      if (!Authorized(*ctx, service->context().token)) {
+        CountUnauthenticated();
+        return new RefusedCall(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                            "missing or wrong cluster token (orb-token metadata)"));
+      }
+      return new RoutedCall(route);
+    }
+    return new RefusedCall(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no such method: " + ctx->method()));
+  }
+
+ private:
+  static bool Authorized(const grpc::GenericCallbackServerContext& ctx, const std::string& token) {
+    if (token.empty()) return true;
+    auto it = ctx.client_metadata().find(kTokenMetadataKey);
+    if (it == ctx.client_metadata().end()) return false;
+    return TokenMatches(std::string_view(it->second.data(), it->second.size()), token);
+  }
+
+  const std::vector<RpcService*> services_;
+};
+
+}  // namespace
+
+absl::StatusOr<StartedServer> StartServer(const std::string& host, int port, const std::vector<RpcService*>& services,
+                                          const std::string& unix_socket, ServerLimits limits) {
+  StartedServer started;
+  started.router = std::make_unique<Router>(services);
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(limits.max_message_bytes < 0 || limits.max_message_bytes > INT32_MAX
+                                       ? -1
+                                       : static_cast<int>(limits.max_message_bytes));
+  builder.SetMaxSendMessageSize(-1);
+  // Without this, a second server could bind the same port and steal half the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(), &started.port);
+  if (!unix_socket.empty()) builder.AddListeningPort("unix:" + unix_socket, grpc::InsecureServerCredentials());
+  builder.RegisterCallbackGenericService(started.router.get());
+  started.server = builder.BuildAndStart();
+  if (!started.server || started.port == 0) {
+    return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) +
+                                  " (address in use or not local?)");
+  }
+  return started;
+}
+
+}  // namespace orb
