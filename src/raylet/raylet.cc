@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <future>
 #include <iostream>
 #include <thread>
@@ -69,7 +70,11 @@ Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
     : options_(std::move(options)),
       node_id_(NodeID::FromRandom()),
       arena_(std::move(arena)),
-      object_store_(options_.object_store_bytes, &loop_, [this](uint64_t end) { return arena_->Reserve(end); }) {
+      object_store_(
+          options_.object_store_bytes, &loop_, [this](uint64_t end) { return arena_->Reserve(end); },
+          [this](uint64_t to, uint64_t from, uint64_t size) {
+            std::memmove(arena_->data() + to, arena_->data() + from, size);
+          }) {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
 }
 
@@ -364,7 +369,8 @@ void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
   report.set_node_id(node_id_.Binary());
   report.set_job_id(worker.job.Binary());
   report.set_is_driver(worker.is_driver);
-  report.set_reason(worker.is_driver ? "driver exited" : "worker process exited");
+  // How it ended ("killed by signal 9 (SIGKILL)"), when this raylet reaped it.
+  report.set_reason(worker.is_driver ? "driver exited" : worker_pool_->ExitOf(worker.id).value_or("worker process exited"));
   ReportWorkerFailure(std::move(report), kReportRetryFirst);
 }
 

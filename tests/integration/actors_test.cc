@@ -1,6 +1,7 @@
 // Actors end to end on the embedded cluster: ordered calls, names, Kill, crashes with
 // and without restarts, retried calls, many actors, handles passed around, concurrency,
 // ExitActor, and the errors a user would see.
+#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -122,6 +123,25 @@ TEST_CASE("a crash without restarts makes that call and every later one ActorDie
   REQUIRE(*counter.Task(&Counter::Add).Remote(1).Get() == 2);
   CHECK_THROWS_AS(counter.Task(&Counter::Crash).Remote().Get(30000), orb::ActorDiedError);
   CHECK_THROWS_AS(counter.Task(&Counter::Get).Remote().Get(30000), orb::ActorDiedError);
+}
+
+TEST_CASE("an actor whose process is killed says how it died", "[actors][faults][regression]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).Remote(1);
+  int pid = *counter.Task(&Counter::Pid).Remote().Get(30000);
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  std::string last;
+  orb::testing::WaitFor(
+      [&] {
+        try {
+          counter.Task(&Counter::Get).Remote().Get(30000);
+        } catch (const orb::ActorDiedError& e) {
+          last = e.what();
+        }
+        return last.find("SIGKILL") != std::string::npos;
+      },
+      std::chrono::seconds(15));
+  CHECK_THAT(last, Catch::Contains("its worker process died (killed by signal 9 (SIGKILL))"));
 }
 
 TEST_CASE("a crash with restarts left continues in a new process with the constructor rerun", "[actors][faults]") {

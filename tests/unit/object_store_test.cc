@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "common/event_loop.h"
 #include "common/shm_arena.h"
@@ -69,6 +70,45 @@ TEST_CASE("a full store evicts least-recently-used unreferenced objects, then sa
   CHECK_FALSE(store.Contains(Id(1)));
   CHECK(store.Contains(Id(2)));
   CHECK(store.Create(Id(4), 1 << 20, alive).status().code() == absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("free space split up by objects in use is compacted when it can be, and named when it cannot",
+          "[object_store][regression]") {
+  EventLoop loop;
+  std::vector<char> arena(4096);
+  LocalObjectStore store(4096, &loop, nullptr, [&](uint64_t to, uint64_t from, uint64_t size) {
+    std::memmove(arena.data() + to, arena.data() + from, size);
+  });
+  WorkerID owner = WorkerID::FromRandom();
+  WorkerID reader = WorkerID::FromRandom();
+  // Four objects of 1 KiB; the first and third freed: 2 KiB free, in two pieces.
+  for (int i = 1; i <= 4; ++i) {
+    auto created = store.Create(Id(i), 1024, owner);
+    REQUIRE(created.ok());
+    std::memset(arena.data() + created->offset, 'a' + i, 1024);
+    REQUIRE(store.Seal(Id(i)).ok());
+  }
+  std::vector<ObjectLocationInArena> pinned;
+  store.Get({Id(2), Id(4)}, reader, std::chrono::milliseconds(0), [&](auto locs) { pinned = locs; });
+  store.Delete({Id(1), Id(3)});
+  REQUIRE(store.used() == 2048);
+  // Objects 2 and 4 are pinned (a reader has their bytes mapped): they cannot move.
+  auto split = store.Create(Id(5), 2048, owner);
+  REQUIRE(split.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(split.status().message()),
+             Catch::Contains("2048 of 4096 bytes free, but split up by objects in use (at most 1024 in one piece)"));
+  // Released, they move to the front: 2 KiB in one piece, and their bytes with them.
+  store.Release({Id(2), Id(4)}, reader);
+  auto made = store.Create(Id(5), 2048, owner);
+  REQUIRE(made.ok());
+  CHECK(made->offset == 2048);
+  std::vector<ObjectLocationInArena> moved;
+  store.Get({Id(2), Id(4)}, reader, std::chrono::milliseconds(0), [&](auto locs) { moved = locs; });
+  REQUIRE(moved.size() == 2);
+  CHECK(moved[0].offset == 0);
+  CHECK(moved[1].offset == 1024);
+  CHECK(std::string(arena.data() + moved[0].offset, 1024) == std::string(1024, 'a' + 2));
+  CHECK(std::string(arena.data() + moved[1].offset, 1024) == std::string(1024, 'a' + 4));
 }
 
 TEST_CASE("a Get waits for an object sealed later", "[object_store]") {

@@ -1,5 +1,7 @@
 #include "raylet/object_store/arena_allocator.h"
 
+#include <algorithm>
+
 namespace orb {
 
 ArenaAllocator::ArenaAllocator(uint64_t capacity) : capacity_(capacity / kAlignment * kAlignment) {
@@ -18,6 +20,12 @@ std::optional<uint64_t> ArenaAllocator::Allocate(uint64_t size) {
     return offset;
   }
   return std::nullopt;
+}
+
+uint64_t ArenaAllocator::largest_free() const {
+  uint64_t largest = 0;
+  for (const auto& [offset, length] : free_) largest = std::max(largest, length);
+  return largest;
 }
 
 void ArenaAllocator::Free(uint64_t offset, uint64_t size) {

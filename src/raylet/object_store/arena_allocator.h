@@ -22,6 +22,8 @@ class ArenaAllocator {
 
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const { return used_; }
+  // The longest free range: what the next Allocate can give at most.
+  uint64_t largest_free() const;
   static uint64_t Rounded(uint64_t size) { return (size + kAlignment - 1) / kAlignment * kAlignment; }
 
  private:

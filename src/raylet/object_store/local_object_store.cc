@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace orb {
 
-LocalObjectStore::LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve)
-    : allocator_(capacity), loop_(loop), reserve_(std::move(reserve)) {}
+LocalObjectStore::LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve, Mover move)
+    : allocator_(capacity), loop_(loop), reserve_(std::move(reserve)), move_(std::move(move)) {}
 
 bool LocalObjectStore::Contains(const ObjectID& id) const {
   auto it = objects_.find(id);
@@ -37,16 +39,40 @@ void LocalObjectStore::Free(const ObjectID& id) {
   objects_.erase(it);
 }
 
-bool LocalObjectStore::EvictFor(uint64_t size) {
-  while (!lru_.empty()) {
-    ObjectID victim = lru_.front();
-    Free(victim);
-    if (auto offset = allocator_.Allocate(size)) {
-      allocator_.Free(*offset, size);
-      return true;
-    }
+bool LocalObjectStore::CompactFor(uint64_t size) {
+  if (!move_) return false;
+  std::vector<std::pair<uint64_t, ObjectID>> by_offset;
+  by_offset.reserve(objects_.size());
+  for (const auto& [id, e] : objects_) {
+    if (e.sealed && PinCount(e) == 0) by_offset.emplace_back(e.offset, id);
   }
-  return false;
+  std::sort(by_offset.begin(), by_offset.end());
+  uint64_t moved = 0;
+  for (const auto& [offset, id] : by_offset) {
+    Entry& e = objects_[id];
+    // Freed, its own range coalesces with the free space before it; first fit then
+    // gives the lowest place it fits, never above where it is.
+    allocator_.Free(e.offset, e.size);
+    uint64_t to = *allocator_.Allocate(e.size);
+    if (to == e.offset) continue;
+    move_(to, e.offset, e.size);
+    e.offset = to;
+    e.location.offset = to;
+    moved += e.size;
+  }
+  if (moved > 0) spdlog::info("object store compacted: {} bytes moved to make room for {}", moved, size);
+  return allocator_.largest_free() >= ArenaAllocator::Rounded(size);
+}
+
+std::optional<uint64_t> LocalObjectStore::AllocateMakingRoom(uint64_t size) {
+  uint64_t need = ArenaAllocator::Rounded(size == 0 ? 1 : size);
+  while (true) {
+    if (auto offset = allocator_.Allocate(size)) return offset;
+    // Room in all but not in one piece: move objects rather than drop copies.
+    if (allocator_.capacity() - allocator_.used() >= need && CompactFor(size)) return allocator_.Allocate(size);
+    if (lru_.empty()) return std::nullopt;
+    Free(lru_.front());  // the least recently used evictable copy
+  }
 }
 
 absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectID& id, uint64_t size,
@@ -57,13 +83,15 @@ absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectI
     return absl::ResourceExhaustedError("object of " + std::to_string(size) + " bytes is larger than the object store (" +
                                         std::to_string(allocator_.capacity()) + " bytes)");
   }
-  auto offset = allocator_.Allocate(size);
-  if (!offset && EvictFor(size)) offset = allocator_.Allocate(size);
+  auto offset = AllocateMakingRoom(size);
   if (!offset) {
+    uint64_t free = allocator_.capacity() - allocator_.used();
+    std::string why = free >= ArenaAllocator::Rounded(size)
+                          ? " bytes free, but split up by objects in use (at most " +
+                                std::to_string(allocator_.largest_free()) + " in one piece)"
+                          : " bytes free and every other object is in use";
     return absl::ResourceExhaustedError("object store full: " + std::to_string(size) + " bytes requested, " +
-                                        std::to_string(allocator_.capacity() - allocator_.used()) + " of " +
-                                        std::to_string(allocator_.capacity()) +
-                                        " bytes free and every other object is in use");
+                                        std::to_string(free) + " of " + std::to_string(allocator_.capacity()) + why);
   }
   if (reserve_) {
     if (absl::Status s = reserve_(*offset + size); !s.ok()) {

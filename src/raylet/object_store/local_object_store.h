@@ -6,8 +6,10 @@
 // creating owner's copy is *primary*: never evicted while the owner holds a reference.
 // The owner's Delete frees it once no reader has it pinned. Objects whose owner died
 // are *evictable*: kept while space allows, evicted least-recently-used first when a
-// Create needs room. A Create that cannot fit even after eviction answers
-// ObjectStoreFull; nothing crashes.
+// Create needs room. When there is room in all but not in one piece, sealed objects no
+// reader has pinned are slid toward the arena's start (compaction) before anything is
+// evicted. A Create that cannot fit even then answers ObjectStoreFull, saying whether
+// the store is full or its free space is split up by objects in use; nothing crashes.
 //
 // Runs on the raylet's event loop; not thread-safe.
 #pragma once
@@ -16,6 +18,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -37,7 +40,10 @@ class LocalObjectStore {
  public:
   // Makes the arena's pages below `end` exist (ShmArena::Reserve); null: nothing to do.
   using Reserver = std::function<absl::Status(uint64_t end)>;
-  LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve = nullptr);
+  // Copies `size` bytes within the arena from offset `from` to `to` (the ranges may
+  // overlap, as memmove); null: objects are never moved.
+  using Mover = std::function<void(uint64_t to, uint64_t from, uint64_t size)>;
+  LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve = nullptr, Mover move = nullptr);
 
   struct Created {
     uint64_t offset = 0;
@@ -93,12 +99,16 @@ class LocalObjectStore {
   int PinCount(const Entry& e) const;
   void UpdateEvictability(const ObjectID& id, Entry& e);
   void Free(const ObjectID& id);
-  bool EvictFor(uint64_t size);
+  // Slides sealed, unpinned objects toward the arena's start; true when `size` fits then.
+  bool CompactFor(uint64_t size);
+  // Space for `size` bytes: compacting, then evicting least recently used copies.
+  std::optional<uint64_t> AllocateMakingRoom(uint64_t size);
   void Answer(const std::shared_ptr<PendingGet>& get);
 
   ArenaAllocator allocator_;
   EventLoop* loop_;
   Reserver reserve_;
+  Mover move_;
   std::unordered_map<ObjectID, Entry> objects_;
   std::list<ObjectID> lru_;  // evictable objects, least recently used first
   std::unordered_map<ObjectID, std::vector<std::shared_ptr<PendingGet>>> waiting_;
