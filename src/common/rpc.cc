@@ -53,6 +53,16 @@ void PinCallbackQueue() {
 
 }  // namespace
 
+EventLoop& RetryTimer() {
+  // Never destroyed: retries may be due while the process exits.
+  static EventLoop* timer = [] {
+    auto* loop = new EventLoop();
+    loop->Start();
+    return loop;
+  }();
+  return *timer;
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   PinCallbackQueue();
   grpc::ChannelArguments args;
@@ -62,6 +72,14 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // While calls are open, ping the peer every kKeepaliveMs: a peer that is partitioned
+  // away or frozen (not one that crashed: its socket closes) fails the calls within
+  // about twice that, instead of at their deadlines (which may be a day: leases and
+  // tasks may wait or run that long).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Object chunks are megabytes: a large HTTP/2 window lets them stream without
   // waiting for flow-control updates every 64 KiB.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);

@@ -43,13 +43,28 @@ bool TokenMatches(std::string_view presented, const std::string& token);
     stub->async()->Method(ctx, req, reply, std::move(callback));        \
   }
 
+// How often a channel with calls open pings its peer; a peer that does not answer
+// within as long again fails those calls (UNAVAILABLE).
+inline constexpr int kKeepaliveMs = 5000;
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// The process's timer for RPC retries (a loop thread of its own, started on first use).
+EventLoop& RetryTimer();
 
 struct CallOptions {
   std::chrono::milliseconds timeout{10000};
   // Retries on UNAVAILABLE, for idempotent calls only.
   int max_attempts = 1;
   std::chrono::milliseconds initial_backoff{100};
+
+  // For idempotent calls whose loss would leak something (a lease, a bundle, an
+  // object): up to 6 attempts over about 3 s.
+  static CallOptions Retried() {
+    CallOptions options;
+    options.max_attempts = 6;
+    return options;
+  }
 };
 
 template <class Service>
@@ -63,15 +78,17 @@ class RpcClient {
   // destroyed owner.
   ~RpcClient() { Drain(std::chrono::seconds(5)); }
 
-  // Cancels every call in flight; their callbacks run soon with CANCELLED.
+  // Cancels every call in flight and every retry due (the client is closing); their
+  // callbacks run soon with CANCELLED.
   void CancelAll() {
     std::lock_guard<std::mutex> lock(calls_mu_);
+    closing_ = true;
     for (grpc::ClientContext* context : in_flight_) context->TryCancel();
   }
-  // Waits until no call is in flight; false on timeout.
+  // Waits until no call is in flight or due for a retry; false on timeout.
   bool WaitIdle(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(calls_mu_);
-    return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty(); });
+    return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty() && retries_due_ == 0; });
   }
   // Cancels what is in flight and waits for its callbacks to finish.
   bool Drain(std::chrono::milliseconds timeout) {
@@ -126,15 +143,39 @@ class RpcClient {
           [this, call, bound, request, done, options, attempt](grpc::Status status) {
             bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < options.max_attempts;
             if (retry) {
-              std::this_thread::sleep_for(options.initial_backoff * (1 << std::min(attempt - 1, 5)));
-              CallAttempt<Reply>(bound, request, done, options, attempt + 1);
+              // Again after a back-off, on the retry timer: never sleeping on a gRPC thread.
+              {
+                std::lock_guard<std::mutex> lock(calls_mu_);
+                retries_due_++;
+              }
+              RetryTimer().RunAfter(options.initial_backoff * (1 << std::min(attempt - 1, 5)),
+                                    [this, bound, request, done, options, attempt] {
+                                      bool closing;
+                                      {
+                                        std::lock_guard<std::mutex> lock(calls_mu_);
+                                        closing = closing_;
+                                      }
+                                      if (closing) {
+                                        done(absl::CancelledError("the client closed"), Reply());
+                                      } else {
+                                        CallAttempt<Reply>(bound, request, done, options, attempt + 1);
+                                      }
+                                      std::lock_guard<std::mutex> lock(calls_mu_);
+                                      retries_due_--;
+                                      NotifyIfIdle();
+                                    });
             } else {
               done(FromGrpc(status), std::move(call->reply));
             }
             std::lock_guard<std::mutex> lock(calls_mu_);
             in_flight_.erase(&call->context);
-            if (in_flight_.empty()) idle_cv_.notify_all();
+            NotifyIfIdle();
           });
+  }
+
+  // REQUIRES: calls_mu_ held.
+  void NotifyIfIdle() {
+    if (in_flight_.empty() && retries_due_ == 0) idle_cv_.notify_all();
   }
 
   std::string address_;
@@ -143,6 +184,8 @@ class RpcClient {
   std::mutex calls_mu_;
   std::condition_variable idle_cv_;
   std::set<grpc::ClientContext*> in_flight_;  // guarded by calls_mu_
+  int retries_due_ = 0;                       // guarded by calls_mu_
+  bool closing_ = false;                      // guarded by calls_mu_
 };
 
 }  // namespace orb

@@ -88,6 +88,10 @@ absl::StatusOr<StartedServer> StartServer(const std::string& host, int port, con
   // Without this, a second server could bind the same port and steal half the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  // Clients ping every kKeepaliveMs while calls are open (a long task, a parked long
+  // poll): accept that rather than answering it with GOAWAY (too_many_pings).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kKeepaliveMs / 2);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(), &started.port);
   if (!unix_socket.empty()) builder.AddListeningPort("unix:" + unix_socket, grpc::InsecureServerCredentials());
   builder.RegisterCallbackGenericService(started.router.get());

@@ -372,7 +372,8 @@ void CoreWorker::SetBlocked(bool blocked) {
   rpc::NotifyBlockedRequest request;
   request.set_worker_id(options_.worker_id.Binary());
   request.set_blocked(blocked);
-  (void)raylet_->CallSync<rpc::NotifyBlockedReply>(ORB_RPC(NotifyBlocked), request);
+  // Synchronous, so a retried notice cannot overtake a later one.
+  (void)raylet_->CallSync<rpc::NotifyBlockedReply>(ORB_RPC(NotifyBlocked), request, CallOptions::Retried());
 }
 
 ObjectValuePtr CoreWorker::AskOwner(const ObjectID& id, const std::string& owner,

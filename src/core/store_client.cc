@@ -74,6 +74,9 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::View(const O
         rpc::ReleaseObjectsRequest release;
         release.add_object_ids(binary);
         release.set_worker_id(worker);
+        // Not retried: a release is not idempotent (a repeat could drop another pin of
+        // this worker's). A lost one keeps the object at most until this worker ends,
+        // when its raylet drops its pins.
         raylet->Call<rpc::ReleaseObjectsReply>(ORB_RPC(ReleaseObjects), release,
                                                [](const absl::Status&, rpc::ReleaseObjectsReply&&) {});
       }));
@@ -101,8 +104,8 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Pull(const O
 void StoreClient::Delete(const ObjectID& id) {
   rpc::DeleteObjectsRequest request;
   request.add_object_ids(id.Binary());
-  raylet_->Call<rpc::DeleteObjectsReply>(ORB_RPC(DeleteObjects), request,
-                                         [](const absl::Status&, rpc::DeleteObjectsReply&&) {});
+  raylet_->Call<rpc::DeleteObjectsReply>(
+      ORB_RPC(DeleteObjects), request, [](const absl::Status&, rpc::DeleteObjectsReply&&) {}, CallOptions::Retried());
 }
 
 }  // namespace orb

@@ -327,7 +327,8 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
           Locked lock(mu_);
           OnWorkerLost(key, std::move(batch), cause);
         });
-      });
+      },
+      CallOptions::Retried());
 }
 
 void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSpec> batch, const std::string& cause) {
@@ -368,8 +369,8 @@ void TaskSubmitter::ReturnLease(RpcClient<rpc::RayletService>* raylet, const Lea
   rpc::ReturnWorkerRequest request;
   request.set_lease_id(lease_id.Binary());
   request.set_worker_failed(worker_failed);
-  raylet->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), request,
-                                        [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
+  raylet->Call<rpc::ReturnWorkerReply>(
+      ORB_RPC(ReturnWorker), request, [](const absl::Status&, rpc::ReturnWorkerReply&&) {}, CallOptions::Retried());
 }
 
 void TaskSubmitter::Shutdown() {

@@ -185,8 +185,8 @@ void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, c
       rpc::ReturnWorkerRequest back;
       back.set_lease_id(reply.lease_id());
       back.set_worker_failed(true);
-      raylets_.Get(raylet)->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), back,
-                                                         [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
+      raylets_.Get(raylet)->Call<rpc::ReturnWorkerReply>(
+          ORB_RPC(ReturnWorker), back, [](const absl::Status&, rpc::ReturnWorkerReply&&) {}, CallOptions::Retried());
     }
     return;
   }
@@ -264,7 +264,8 @@ void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
     back.set_lease_id(actor.lease_id());
     back.set_worker_failed(true);  // the raylet kills the worker: no actor state survives
     raylets_.Get(actor.raylet_address())
-        ->Call<rpc::ReturnWorkerReply>(ORB_RPC(ReturnWorker), back, [](const absl::Status&, rpc::ReturnWorkerReply&&) {});
+        ->Call<rpc::ReturnWorkerReply>(
+            ORB_RPC(ReturnWorker), back, [](const absl::Status&, rpc::ReturnWorkerReply&&) {}, CallOptions::Retried());
   }
   actor.clear_lease_id();
   actor.clear_raylet_address();

@@ -227,8 +227,8 @@ void PlacementGroupManager::ReturnBundles(const std::string& pg_id, const std::m
     rpc::ReturnBundleRequest request;
     request.set_placement_group_id(pg_id);
     request.set_bundle_index(index);
-    raylets_.Get(raylet)->Call<rpc::ReturnBundleReply>(ORB_RPC(ReturnBundle), request,
-                                                       [](const absl::Status&, rpc::ReturnBundleReply&&) {});
+    raylets_.Get(raylet)->Call<rpc::ReturnBundleReply>(
+        ORB_RPC(ReturnBundle), request, [](const absl::Status&, rpc::ReturnBundleReply&&) {}, CallOptions::Retried());
   }
 }
 

@@ -53,7 +53,17 @@ int AlwaysDie(int) {
 std::string WhereAmI(int) {
   return orb::GetRuntimeContext().GetNodeId() + "/" + orb::GetRuntimeContext().GetTaskId();
 }
-ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI);
+// The first run writes its pid to `marker` and then hangs; a later run returns 11.
+int HangOnce(std::string marker) {
+  if (!std::filesystem::exists(marker)) {
+    std::ofstream(marker + ".tmp") << ::getpid();
+    std::filesystem::rename(marker + ".tmp", marker);
+    std::this_thread::sleep_for(std::chrono::minutes(10));
+  }
+  return 11;
+}
+
+ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI, HangOnce);
 
 // Overloads with more parameters beside the one a program names (Ray's RAY_FUNC picks by
 // parameter types).
@@ -215,6 +225,29 @@ TEST_CASE("a worker that dies mid-task is retried; past max_retries it is Worker
   CHECK(*orb::Task(DieOnce).Remote(marker).Get(60000) == 7);
   std::filesystem::remove(marker);
   CHECK_THROWS_AS(orb::Task(AlwaysDie).SetMaxRetries(1).Remote(0).Get(60000), orb::WorkerCrashedError);
+}
+
+TEST_CASE("a task on a frozen worker is retried once its connection stops answering pings, not at its deadline",
+          "[faults][regression]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string marker = TempPath("orb-hang-once");
+  std::filesystem::remove(marker);
+  auto result = orb::Task(HangOnce).SetMaxRetries(1).Remote(marker);
+  REQUIRE(orb::testing::WaitFor([&] { return std::filesystem::exists(marker); }, std::chrono::seconds(30)));
+  pid_t frozen = std::stoi([&] {
+    std::ifstream in(marker);
+    std::string pid;
+    in >> pid;
+    return pid;
+  }());
+  // As a partitioned node looks to its peers: the process holds its socket open and
+  // answers nothing.
+  REQUIRE(::kill(frozen, SIGSTOP) == 0);
+  auto stopped = std::chrono::steady_clock::now();
+  CHECK(*result.Get(60000) == 11);
+  CHECK(std::chrono::steady_clock::now() - stopped < std::chrono::seconds(30));  // keepalive: about 10 s
+  ::kill(frozen, SIGKILL);
+  std::filesystem::remove(marker);
 }
 
 TEST_CASE("a request no node can satisfy is InfeasibleError after the grace period", "[errors]") {
