@@ -22,12 +22,24 @@ void ActorSubmitter::Submit(rpc::TaskSpec spec) {
   for (const auto& arg : spec.args()) {
     if (arg.has_ref()) objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_) return;
-  std::string actor_id = spec.actor_id();
-  ActorState& actor = actors_[actor_id];
-  actor.waiting.push_back(Call{std::move(spec), 0});
-  Pump(actor_id, actor);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    std::string actor_id = spec.actor_id();
+    ActorState& actor = actors_[actor_id];
+    actor.waiting.push_back(Call{std::move(spec), 0});
+    Pump(actor_id, actor);
+  }
+  Flush();
+}
+
+void ActorSubmitter::Flush() {
+  std::vector<std::function<void()>> sends;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sends.swap(outbox_);
+  }
+  for (auto& send : sends) send();
 }
 
 void ActorSubmitter::Shutdown() {
@@ -36,17 +48,20 @@ void ActorSubmitter::Shutdown() {
 }
 
 void ActorSubmitter::OnKilled(const std::string& actor_id, bool no_restart) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ActorState& actor = actors_[actor_id];
-  actor.reachable = false;
-  if (no_restart) {
-    actor.known = true;
-    actor.info.set_actor_id(actor_id);
-    actor.info.set_state(rpc::ActorInfo::DEAD);
-    actor.info.set_death_error(rpc::ACTOR_DIED);
-    actor.info.set_death_reason("killed by ActorHandle::Kill()");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ActorState& actor = actors_[actor_id];
+    actor.reachable = false;
+    if (no_restart) {
+      actor.known = true;
+      actor.info.set_actor_id(actor_id);
+      actor.info.set_state(rpc::ActorInfo::DEAD);
+      actor.info.set_death_error(rpc::ACTOR_DIED);
+      actor.info.set_death_reason("killed by ActorHandle::Kill()");
+    }
+    Pump(actor_id, actor);
   }
-  Pump(actor_id, actor);
+  Flush();
 }
 
 void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
@@ -98,19 +113,31 @@ void ActorSubmitter::SendBatch(const std::string& actor_id, ActorState& actor, s
     for (const auto& call : calls) in_flight_calls_[call.spec.task_id()] = {actor_id, batch};
   }
   actor.in_flight[batch] = std::move(calls);
-  CallOptions options;
-  options.timeout = std::chrono::hours(24 * 365);  // a method may run as long as it likes
-  workers_->Get(address)->Call<rpc::PushTasksReply>(
-      ORB_RPC(PushTasks), request,
-      [this, actor_id, batch](const absl::Status& status, rpc::PushTasksReply&& reply) {
-        OnBatchDone(actor_id, batch, status, std::move(reply));
-      },
-      options);
+  outbox_.push_back([this, address, actor_id, batch, request = std::move(request)] {
+    CallOptions options;
+    // A method may run as long as it likes; keepalive pings notice a process that
+    // stopped answering.
+    options.timeout = std::chrono::hours(24 * 365);
+    workers_->Get(address)->Call<rpc::PushTasksReply>(
+        ORB_RPC(PushTasks), request,
+        [this, actor_id, batch](const absl::Status& status, rpc::PushTasksReply&& reply) {
+          OnBatchDone(actor_id, batch, status, std::move(reply));
+        },
+        options);
+  });
 }
 
 void ActorSubmitter::OnBatchDone(const std::string& actor_id, uint64_t batch, const absl::Status& status,
                                  rpc::PushTasksReply reply) {
-  std::lock_guard<std::mutex> lock(mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OnBatchDoneLocked(actor_id, batch, status, std::move(reply));
+  }
+  Flush();
+}
+
+void ActorSubmitter::OnBatchDoneLocked(const std::string& actor_id, uint64_t batch, const absl::Status& status,
+                                       rpc::PushTasksReply reply) {
   ActorState& actor = actors_[actor_id];
   auto it = actor.in_flight.find(batch);
   if (it == actor.in_flight.end()) return;
@@ -185,20 +212,30 @@ void ActorSubmitter::Watch(const std::string& actor_id, ActorState& actor) {
   // failed): the next version, or the same one again after kWatchWaitMs.
   request.set_after_version(actor.known ? actor.info.version() : -1);
   request.set_wait_ms(kWatchWaitMs);
-  CallOptions options;
-  options.timeout = std::chrono::milliseconds(kWatchWaitMs + 10000);
-  options.max_attempts = 5;
-  gcs_->Call<rpc::GetActorInfoReply>(
-      ORB_RPC(GetActorInfo), request,
-      [this, actor_id](const absl::Status& status, rpc::GetActorInfoReply&& reply) {
-        OnActorInfo(actor_id, status, std::move(reply));
-      },
-      options);
+  outbox_.push_back([this, actor_id, request = std::move(request)] {
+    CallOptions options;
+    options.timeout = std::chrono::milliseconds(kWatchWaitMs + 10000);
+    options.max_attempts = 5;
+    gcs_->Call<rpc::GetActorInfoReply>(
+        ORB_RPC(GetActorInfo), request,
+        [this, actor_id](const absl::Status& status, rpc::GetActorInfoReply&& reply) {
+          OnActorInfo(actor_id, status, std::move(reply));
+        },
+        options);
+  });
 }
 
 void ActorSubmitter::OnActorInfo(const std::string& actor_id, const absl::Status& status,
                                  rpc::GetActorInfoReply reply) {
-  std::lock_guard<std::mutex> lock(mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OnActorInfoLocked(actor_id, status, std::move(reply));
+  }
+  Flush();
+}
+
+void ActorSubmitter::OnActorInfoLocked(const std::string& actor_id, const absl::Status& status,
+                                       rpc::GetActorInfoReply reply) {
   ActorState& actor = actors_[actor_id];
   actor.watching = false;
   if (stopped_ || status.code() == absl::StatusCode::kCancelled) return;
@@ -206,7 +243,8 @@ void ActorSubmitter::OnActorInfo(const std::string& actor_id, const absl::Status
     actor.known = true;
     actor.info.set_actor_id(actor_id);
     actor.info.set_state(rpc::ActorInfo::DEAD);
-    actor.info.set_death_reason("the GCS has no such actor (a handle from another cluster?)");
+    actor.info.set_death_reason(
+        "the GCS does not know it (dead long enough to be forgotten, or a handle from another cluster)");
   } else if (status.ok() && (!actor.known || reply.actor().version() >= actor.info.version())) {
     bool newer = !actor.known || reply.actor().version() > actor.info.version();
     actor.info = std::move(*reply.mutable_actor());

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <functional>
 #include <vector>
 
 #include "common/id.h"
@@ -71,11 +72,17 @@ class ActorSubmitter {
   void Pump(const std::string& actor_id, ActorState& actor);
   void SendBatch(const std::string& actor_id, ActorState& actor, std::vector<Call> calls);
   void OnBatchDone(const std::string& actor_id, uint64_t batch, const absl::Status& status, rpc::PushTasksReply reply);
+  void OnBatchDoneLocked(const std::string& actor_id, uint64_t batch, const absl::Status& status,
+                         rpc::PushTasksReply reply);
   void Watch(const std::string& actor_id, ActorState& actor);
   void OnActorInfo(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
+  void OnActorInfoLocked(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
   void FailCall(const Call& call, rpc::ErrorType type, const std::string& message);
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
   static std::string Describe(const rpc::ActorInfo& info);
+  // Issues the RPCs decided under mu_. REQUIRES: mu_ not held (a callback that runs at
+  // once would take it again).
+  void Flush();
 
   ObjectTable* objects_;
   RpcClient<rpc::GcsService>* gcs_;
@@ -86,6 +93,7 @@ class ActorSubmitter {
   // Calls of batches in flight by task ID: (actor ID, batch number). Guarded by mu_.
   std::unordered_map<std::string, std::pair<std::string, uint64_t>> in_flight_calls_;
   bool stopped_ = false;                                 // guarded by mu_
+  std::vector<std::function<void()>> outbox_;            // RPCs to issue, guarded by mu_
 };
 
 }  // namespace orb

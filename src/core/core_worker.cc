@@ -378,7 +378,7 @@ void CoreWorker::SetBlocked(bool blocked) {
 
 ObjectValuePtr CoreWorker::AskOwner(const ObjectID& id, const std::string& owner,
                                     std::chrono::steady_clock::time_point deadline) {
-  auto* client = worker_clients_->Get(owner);
+  auto client = worker_clients_->Get(owner);
   while (true) {
     int64_t left = MsUntil(deadline);
     rpc::GetObjectStatusRequest request;
@@ -552,7 +552,7 @@ std::vector<ObjectID> CoreWorker::UpdateBorrowersAt(const std::string& owner, co
   CallOptions call;
   call.timeout = std::chrono::milliseconds(10000);
   call.max_attempts = 3;
-  auto* client = worker_clients_->Get(owner);
+  auto client = worker_clients_->Get(owner);
   if (!wait) {
     client->Call<rpc::UpdateBorrowersReply>(ORB_RPC(UpdateBorrowers), request,
                                             [](const absl::Status&, rpc::UpdateBorrowersReply&&) {}, call);

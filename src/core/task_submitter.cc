@@ -41,7 +41,10 @@ class Locked {
 
 TaskSubmitter::TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
                              RayletClientPool* raylets, WorkerClientPool* workers, TaskSubmitterOptions options)
-    : loop_(loop), objects_(objects), raylet_(raylet), raylets_(raylets), workers_(workers), options_(std::move(options)) {}
+    : loop_(loop),
+      objects_(objects),
+      raylet_(std::shared_ptr<void>(), raylet),  // aliasing, owning nothing
+      raylets_(raylets), workers_(workers), options_(std::move(options)) {}
 
 void TaskSubmitter::Submit(rpc::TaskSpec spec) {
   // Arguments stay alive until the task is done with them.
@@ -132,7 +135,8 @@ void TaskSubmitter::Pump(const std::string& key) {
   }
 }
 
-void TaskSubmitter::RequestLease(const std::string& key, RpcClient<rpc::RayletService>* raylet, bool spilled) {
+void TaskSubmitter::RequestLease(const std::string& key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet,
+                                 bool spilled) {
   if (stopped_) return;
   ShapeQueue& queue = queues_[key];
   queue.lease_requests++;
@@ -158,7 +162,7 @@ void TaskSubmitter::RequestLease(const std::string& key, RpcClient<rpc::RayletSe
       call);
 }
 
-void TaskSubmitter::OnLeaseReply(const std::string& key, RpcClient<rpc::RayletService>* raylet,
+void TaskSubmitter::OnLeaseReply(const std::string& key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet,
                                  const absl::Status& status, rpc::RequestWorkerLeaseReply reply) {
   ShapeQueue& queue = queues_[key];
   queue.lease_requests--;
@@ -313,7 +317,7 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
                lease_it != queue.leases.end() ? AddressString(lease_it->second.address) : "?", batch.size(),
                status.ToString());
   if (lease_it == queue.leases.end()) return OnWorkerLost(key, std::move(batch), std::string(status.message()));
-  RpcClient<rpc::RayletService>* raylet = lease_it->second.raylet;
+  std::shared_ptr<RpcClient<rpc::RayletService>> raylet = lease_it->second.raylet;
   queue.leases.erase(lease_it);
   rpc::ReturnWorkerRequest request;
   request.set_lease_id(lease_id.Binary());
@@ -360,12 +364,13 @@ void TaskSubmitter::MaybeReturnIdle(const std::string& key, const LeaseID& lease
   ShapeQueue& queue = queues_[key];
   auto it = queue.leases.find(lease_id);
   if (it == queue.leases.end() || it->second.batches_in_flight > 0 || !queue.pending.empty()) return;
-  RpcClient<rpc::RayletService>* raylet = it->second.raylet;
+  std::shared_ptr<RpcClient<rpc::RayletService>> raylet = it->second.raylet;
   queue.leases.erase(it);
   ReturnLease(raylet, lease_id, /*worker_failed=*/false);
 }
 
-void TaskSubmitter::ReturnLease(RpcClient<rpc::RayletService>* raylet, const LeaseID& lease_id, bool worker_failed) {
+void TaskSubmitter::ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
+                                bool worker_failed) {
   rpc::ReturnWorkerRequest request;
   request.set_lease_id(lease_id.Binary());
   request.set_worker_failed(worker_failed);

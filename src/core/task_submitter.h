@@ -64,9 +64,9 @@ class TaskSubmitter {
  private:
   struct Lease {
     LeaseID id;
-    RpcClient<rpc::RayletService>* raylet = nullptr;  // the raylet that granted it
+    std::shared_ptr<RpcClient<rpc::RayletService>> raylet;  // the raylet that granted it
     rpc::Address address;
-    RpcClient<rpc::CoreWorkerService>* client = nullptr;
+    std::shared_ptr<RpcClient<rpc::CoreWorkerService>> client;
     std::vector<int32_t> gpu_ids;  // CUDA_VISIBLE_DEVICES for its tasks
     int batches_in_flight = 0;
     uint64_t idle_epoch = 0;  // bumped whenever work is pushed; stale idle timers do nothing
@@ -86,8 +86,8 @@ class TaskSubmitter {
   void Enqueue(rpc::TaskSpec spec);
   void Pump(const std::string& shape_key);
   // Asks `raylet` (the local one unless a request was spilled back) for a lease.
-  void RequestLease(const std::string& shape_key, RpcClient<rpc::RayletService>* raylet, bool spilled);
-  void OnLeaseReply(const std::string& shape_key, RpcClient<rpc::RayletService>* raylet, const absl::Status& status,
+  void RequestLease(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet, bool spilled);
+  void OnLeaseReply(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet, const absl::Status& status,
                     rpc::RequestWorkerLeaseReply reply);
   void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
   // Records every result of a finished batch. Thread-safe (touches only the ObjectTable).
@@ -99,7 +99,8 @@ class TaskSubmitter {
   // fails them.
   void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
-  void ReturnLease(RpcClient<rpc::RayletService>* raylet, const LeaseID& lease_id, bool worker_failed);
+  void ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
+                   bool worker_failed);
   // Complete and Fail are thread-safe.
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
   void Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message);
@@ -107,7 +108,7 @@ class TaskSubmitter {
   EventLoop* loop_;
   ObjectTable* objects_;
   InFlightTasks in_flight_;
-  RpcClient<rpc::RayletService>* raylet_;
+  std::shared_ptr<RpcClient<rpc::RayletService>> raylet_;  // this node's (not owned)
   RayletClientPool* raylets_;
   WorkerClientPool* workers_;
   TaskSubmitterOptions options_;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/id.h"
 
 namespace orb::gcs {
@@ -49,9 +51,15 @@ absl::Status ActorManager::Load() {
     if (actor.state() != rpc::ActorInfo::DEAD) {
       if (!actor.name().empty()) named_[NameKey(actor.namespace_(), actor.name())] = actor.actor_id();
       if (actor.state() == rpc::ActorInfo::ALIVE) by_worker_[actor.address().worker_id()] = actor.actor_id();
+    } else {
+      dead_.push_back(actor.actor_id());
     }
     actors_[actor.actor_id()] = std::move(actor);
   }
+  std::stable_sort(dead_.begin(), dead_.end(), [this](const std::string& a, const std::string& b) {
+    return actors_[a].end_time_ms() < actors_[b].end_time_ms();
+  });
+  ForgetOldDead();
   return absl::OkStatus();
 }
 
@@ -59,11 +67,12 @@ void ActorManager::Start() {
   std::vector<std::string> ids;
   for (const auto& [id, actor] : actors_) ids.push_back(id);
   for (const auto& id : ids) {
-    rpc::ActorInfo& actor = actors_[id];
-    if (actor.state() == rpc::ActorInfo::PENDING_CREATION || actor.state() == rpc::ActorInfo::RESTARTING) {
+    rpc::ActorInfo* actor = Find(id);  // (an old dead one may have been forgotten meanwhile)
+    if (!actor) continue;
+    if (actor->state() == rpc::ActorInfo::PENDING_CREATION || actor->state() == rpc::ActorInfo::RESTARTING) {
       Schedule(id);
-    } else if (actor.state() == rpc::ActorInfo::ALIVE && nodes_.raylet_of(actor.address().node_id()).empty()) {
-      (void)OnFailure(actor, "its node died while the GCS was down", rpc::ACTOR_DIED, true);
+    } else if (actor->state() == rpc::ActorInfo::ALIVE && nodes_.raylet_of(actor->address().node_id()).empty()) {
+      (void)OnFailure(*actor, "its node died while the GCS was down", rpc::ACTOR_DIED, true);
     }
   }
   VerifyAliveActors(kVerifyAttempts);
@@ -300,7 +309,24 @@ absl::Status ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& re
     if (it != named_.end() && it->second == actor.actor_id()) named_.erase(it);
   }
   spdlog::info("actor {} ({}) is dead: {}", Short(actor.actor_id()), actor.class_name(), reason);
-  return Changed(actor);
+  absl::Status persisted = Changed(actor);
+  dead_.push_back(actor.actor_id());
+  ForgetOldDead();  // never `actor` itself: it is the newest, and at least one is kept
+  return persisted;
+}
+
+void ActorManager::ForgetOldDead() {
+  while (dead_.size() > std::max<size_t>(1, options_.max_dead_actors)) {
+    std::string id = dead_.front();
+    dead_.pop_front();
+    if (auto s = store_->Delete(kActorTable, id); !s.ok()) {
+      spdlog::warn("cannot forget dead actor {}: {}", Short(id), s.ToString());
+      dead_.push_front(id);  // kept; tried again after the next death
+      return;
+    }
+    actors_.erase(id);
+    attempts_.erase(id);
+  }
 }
 
 absl::Status ActorManager::Changed(rpc::ActorInfo& actor) {

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ struct ActorManagerOptions {
   std::string token;
   // How long to wait before asking again when no node can take the actor now.
   std::chrono::milliseconds retry_delay{500};
+  // Dead actors kept for lookups (ListActors, a handle's last calls); older ones are
+  // forgotten, in memory and storage (as Ray's maximum_gcs_destroyed_actor_cached_count).
+  size_t max_dead_actors = 10000;
 };
 
 // What the manager needs to know about nodes, from the node table.
@@ -88,6 +92,8 @@ class ActorManager {
   absl::Status MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type);
   // Gives the actor's lease back; its raylet kills the worker.
   void ReleaseWorker(rpc::ActorInfo& actor);
+  // Forgets the oldest dead actors beyond options_.max_dead_actors.
+  void ForgetOldDead();
   // Persists, bumps the version, and answers waiters.
   absl::Status Changed(rpc::ActorInfo& actor);
   // After a restart: asks the raylets which of the actors recorded ALIVE still have a
@@ -107,6 +113,7 @@ class ActorManager {
   std::unordered_map<std::string, std::string> named_;      // namespace\0name -> actor ID, live actors only
   std::unordered_map<std::string, std::string> by_worker_;  // worker ID -> actor ID
   std::unordered_map<std::string, uint64_t> attempts_;      // actor ID -> current scheduling attempt
+  std::deque<std::string> dead_;                            // dead actors' IDs, oldest first
   LongPoll<rpc::ActorInfo, rpc::GetActorInfoReply> waiters_;
 };
 

@@ -52,6 +52,7 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
   pg_access.on_removed = [this](const std::string& pg_id) { actors_->OnPlacementGroupRemoved(pg_id); };
   ActorManagerOptions actor_options;
   actor_options.token = options_.token;
+  actor_options.max_dead_actors = options_.max_dead_actors;
   actors_ = std::make_unique<ActorManager>(store_.get(), loop_, std::move(access), actor_options);
   placement_groups_ = std::make_unique<PlacementGroupManager>(store_.get(), loop_, std::move(pg_access), options_.token);
 }

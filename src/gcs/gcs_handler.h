@@ -35,6 +35,7 @@ struct GcsOptions {
   // Probes and suspicion; the cluster ID is the GCS's own (kept in its storage).
   gossip::GossipOptions gossip;
   std::string token;  // for the GCS's own calls to raylets and workers (actors)
+  size_t max_dead_actors = 10000;  // dead actors kept for lookups; older ones are forgotten
 };
 
 class GcsHandler {

@@ -65,6 +65,7 @@ int Main(int argc, char** argv) {
   std::string node_ip;
   uint64_t min_free_disk = uint64_t{64} << 20;
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
+  size_t max_dead_actors = 10000;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to bind (default loopback only)");
   app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
@@ -72,6 +73,8 @@ int Main(int argc, char** argv) {
                  "with --storage-dir: refuse writes (and to start) when less is free there (default 64 MiB)");
   app.add_option("--max-message-bytes", max_message_bytes, "largest RPC request accepted, bytes (default 64 MiB)")
       ->check(CLI::Range(int64_t{1} << 20, (int64_t{1} << 31) - 1));
+  app.add_option("--max-dead-actors", max_dead_actors, "dead actors kept for lookups; older ones are forgotten")
+      ->check(CLI::PositiveNumber);
   app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
   app.add_option("--log-file", log_file, "log here instead of stderr");
   app.add_option("--node-ip-address", node_ip, "address raylets reach this GCS at (default: --bind)");
@@ -116,6 +119,7 @@ int Main(int argc, char** argv) {
   GcsOptions options;
   options.gossip = gossip::ToGossipOptions(gossip_flags);
   options.token = token;
+  options.max_dead_actors = max_dead_actors;
   auto handler = GcsHandler::Create(std::move(store), &loop, options);
   if (!handler.ok()) {
     std::cerr << "gcs_server: " << handler.status().message() << "\n";
@@ -144,12 +148,13 @@ int Main(int argc, char** argv) {
                storage_dir.empty() ? "memory" : storage_dir);
   int sig = WaitForTerminationSignal();
   spdlog::info("gcs_server stopping on signal {}", sig);
-  std::promise<void> answered;
-  loop.Post([&] {
+  // Shared: after a wait that timed out, the closure may still run.
+  auto answered = std::make_shared<std::promise<void>>();
+  loop.Post([&handler, answered] {
     (*handler)->AnswerParkedCalls();
-    answered.set_value();
+    answered->set_value();
   });
-  answered.get_future().wait_for(std::chrono::seconds(1));
+  answered->get_future().wait_for(std::chrono::seconds(1));
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   loop.Stop();
   return 0;

@@ -85,6 +85,16 @@ void MemberView::Set(uint32_t index, MemberKey key, NodePayload payload) {
   buckets_[directory_->bucket(index)] ^= change;
   root_ ^= change;
   slot.key = key;
+  // A dead node's entry is a tombstone (kept so that the node never comes back): only
+  // its addresses stay, so that a long-lived cluster's churn costs little.
+  if (KeyState(key) == MemberState::kDead && payload &&
+      (payload->resources_total_size() > 0 || payload->resources_available_size() > 0 || payload->labels_size() > 0 ||
+       payload->pending_demand_size() > 0)) {
+    auto tombstone = std::make_shared<rpc::GossipNodeState>();
+    tombstone->set_address(payload->address());
+    tombstone->set_object_manager_address(payload->object_manager_address());
+    payload = std::move(tombstone);
+  }
   slot.payload = std::move(payload);
 }
 

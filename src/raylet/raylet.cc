@@ -172,12 +172,13 @@ void Raylet::Stop() {
   stopping_ = true;
   if (job_watcher_) job_watcher_->Stop();
   object_stream_.reset();  // its connections pin objects through the loop: first
-  std::promise<void> drained;
-  loop_.Post([this, &drained] {
+  // Shared: after a wait that timed out, the closure may still run.
+  auto drained = std::make_shared<std::promise<void>>();
+  loop_.Post([this, drained] {
     if (worker_pool_) worker_pool_->KillAll();
-    drained.set_value();
+    drained->set_value();
   });
-  drained.get_future().wait_for(std::chrono::seconds(5));
+  drained->get_future().wait_for(std::chrono::seconds(5));
   rpc::UnregisterNodeRequest request;
   request.set_node_id(node_id_.Binary());
   request.set_reason("raylet stopped");

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 #include <mutex>
+#include <set>
 
 #include "common/event_loop.h"
 #include "gcs/gcs_handler.h"
@@ -12,8 +13,8 @@ using namespace orb::gcs;
 namespace {
 
 // Runs one handler call on the loop and waits for its reply.
-template <class Req, class Reply, class Method>
-std::pair<grpc::Status, Reply> Call(EventLoop& loop, GcsHandler& h, Method method, const Req& req) {
+template <class Req, class Reply, class Target, class Method>
+std::pair<grpc::Status, Reply> Call(EventLoop& loop, Target& h, Method method, const Req& req) {
   std::promise<std::pair<grpc::Status, Reply>> done;
   auto reply = std::make_shared<Reply>();
   loop.Post([&, reply] {
@@ -144,4 +145,53 @@ TEST_CASE("job IDs are unique and jobs are marked finished", "[gcs]") {
   CHECK(Call<rpc::MarkJobFinishedRequest, rpc::MarkJobFinishedReply>(loop, **h, &GcsHandler::HandleMarkJobFinished, fin)
             .first.error_code() == grpc::StatusCode::NOT_FOUND);
   loop.Stop();
+}
+
+TEST_CASE("dead actors beyond the limit are forgotten, oldest first, in memory and in storage", "[gcs]") {
+  EventLoop loop;
+  loop.Start();
+  std::shared_ptr<TableStore> shared = NewInMemoryTableStore();
+  GcsOptions options;
+  options.max_dead_actors = 2;
+  // A store the handler uses but does not own, so that a second handler can load it.
+  struct Borrowed : TableStore {
+    explicit Borrowed(TableStore* s) : s(s) {}
+    absl::Status Put(std::string_view t, std::string_view k, std::string_view v) override { return s->Put(t, k, v); }
+    absl::StatusOr<std::optional<std::string>> Get(std::string_view t, std::string_view k) override { return s->Get(t, k); }
+    absl::Status Delete(std::string_view t, std::string_view k) override { return s->Delete(t, k); }
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Scan(std::string_view t,
+                                                                         std::string_view prefix) override {
+      return s->Scan(t, prefix);
+    }
+    TableStore* s;
+  };
+  std::vector<std::string> ids;
+  {
+    auto h = GcsHandler::Create(std::make_unique<Borrowed>(shared.get()), &loop, options);
+    REQUIRE(h.ok());
+    for (int i = 0; i < 4; ++i) {
+      rpc::RegisterActorRequest reg;
+      ids.push_back(ActorID::FromRandom().Binary());
+      reg.mutable_actor()->set_actor_id(ids.back());
+      reg.mutable_actor()->set_class_name("Counter");
+      reg.mutable_actor()->mutable_creation_spec()->set_function_name("Counter::Create");
+      auto* actors = (*h)->actors();
+      REQUIRE(Call<rpc::RegisterActorRequest, rpc::RegisterActorReply>(loop, *actors, &ActorManager::HandleRegisterActor, reg)
+                  .first.ok());
+      rpc::KillActorRequest kill;
+      kill.set_actor_id(ids.back());
+      kill.set_no_restart(true);
+      REQUIRE(Call<rpc::KillActorRequest, rpc::KillActorReply>(loop, *actors, &ActorManager::HandleKillActor, kill)
+                  .first.ok());
+    }
+    auto listed = Call<rpc::ListActorsRequest, rpc::ListActorsReply>(loop, *(*h)->actors(), &ActorManager::HandleListActors,
+                                                                      rpc::ListActorsRequest());
+    REQUIRE(listed.second.actors_size() == 2);
+    CHECK(listed.second.actors(0).state() == rpc::ActorInfo::DEAD);
+    std::set<std::string> kept = {listed.second.actors(0).actor_id(), listed.second.actors(1).actor_id()};
+    CHECK(kept == std::set<std::string>{ids[2], ids[3]});
+  }
+  auto rows = shared->Scan("actor", "");
+  REQUIRE(rows.ok());
+  CHECK(rows->size() == 2);
 }

@@ -85,6 +85,13 @@ TEST_CASE("a node cut off is suspected, declared dead by the GCS, and never retu
   };
   while (!everyone_sees_dead() && cluster.network().now() - start < 10000) cluster.network().RunFor(10);
   REQUIRE(everyone_sees_dead());
+  // What they keep of it is a tombstone: its address, not its resources.
+  for (uint32_t m = 0; m < cluster.size(); ++m) {
+    if (m == 5) continue;
+    const MemberSlot* slot = cluster.member(m).view().Get(cluster.IndexOf(5));
+    CHECK(slot->payload->resources_total().empty());
+    CHECK(slot->payload->address() == SimNetwork::AddressOf(5));
+  }
   // Probe interval + timeouts + the 1 s suspicion: well under the 10 s limit.
   CHECK(cluster.network().now() - start < 4000);
   CHECK(cluster.gcs().stats().declared_dead == 1);
