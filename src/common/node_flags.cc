@@ -25,6 +25,9 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
       ->check(CLI::Range(1ll << 20, (1ll << 31) - 1));
   app->add_option("--port", flags->port, "GCS port for a head (0 picks a free one)")->check(CLI::Range(0, 65535));
   app->add_option("--storage-dir", flags->storage_dir, "GCS RocksDB directory (default: <session>/storage)");
+  app->add_option("--min-free-disk-bytes", flags->min_free_disk_bytes,
+                  "the GCS refuses writes (with an error) when its storage disk has less free, bytes (default 64 MiB)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 absl::Status ParseNodeFlags(const std::vector<std::string>& args, NodeFlags* flags) {
@@ -60,7 +63,8 @@ std::vector<std::string> GcsArgs(const NodeFlags& o, const std::string& gcs_bin,
                                  const std::string& token_file, const std::string& storage_dir) {
   std::vector<std::string> argv = {gcs_bin, "--port", std::to_string(o.port), "--token-file", token_file,
                                    "--log-file", session_dir + "/logs/gcs_server.log",
-                                   "--max-message-bytes", std::to_string(o.max_message_bytes)};
+                                   "--max-message-bytes", std::to_string(o.max_message_bytes),
+                                   "--min-free-disk-bytes", std::to_string(o.min_free_disk_bytes)};
   if (!storage_dir.empty()) argv.insert(argv.end(), {"--storage-dir", storage_dir});
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0", "--node-ip-address", o.node_ip});
   return argv;

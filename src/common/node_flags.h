@@ -17,6 +17,8 @@ namespace orb {
 
 // The largest RPC request the GCS and raylets accept unless told otherwise.
 inline constexpr long long kDefaultMaxMessageBytes = 64ll << 20;
+// Free disk below which the GCS refuses writes to its storage.
+inline constexpr long long kDefaultMinFreeDiskBytes = 64ll << 20;
 
 struct NodeFlags {
   // --- the node (every raylet) ---
@@ -32,6 +34,7 @@ struct NodeFlags {
   // --- the head (GCS) ---
   int port = 6379;          // 0 picks a free one
   std::string storage_dir;  // empty: <session>/storage
+  long long min_free_disk_bytes = kDefaultMinFreeDiskBytes;  // the GCS refuses writes below this
 };
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,

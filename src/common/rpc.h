@@ -8,6 +8,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -65,6 +66,18 @@ struct CallOptions {
     options.max_attempts = 6;
     return options;
   }
+  // For idempotent calls to a server that may be restarting (the GCS, which Ray's
+  // clients wait 60 s for): retried on UNAVAILABLE for about `window`.
+  static CallOptions RetriedFor(std::chrono::seconds window) {
+    CallOptions options;
+    std::chrono::milliseconds waited{0};
+    for (options.max_attempts = 1; waited < window; ++options.max_attempts) {
+      waited += options.initial_backoff * (1 << std::min(options.max_attempts - 1, kMaxBackoffDoublings));
+    }
+    return options;
+  }
+  // Backoff doubles from initial_backoff at most this many times (3.2 s).
+  static constexpr int kMaxBackoffDoublings = 5;
 };
 
 template <class Service>
@@ -148,7 +161,7 @@ class RpcClient {
                 std::lock_guard<std::mutex> lock(calls_mu_);
                 retries_due_++;
               }
-              RetryTimer().RunAfter(options.initial_backoff * (1 << std::min(attempt - 1, 5)),
+              RetryTimer().RunAfter(options.initial_backoff * (1 << std::min(attempt - 1, CallOptions::kMaxBackoffDoublings)),
                                     [this, bound, request, done, options, attempt] {
                                       bool closing;
                                       {

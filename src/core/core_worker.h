@@ -135,13 +135,15 @@ class CoreWorker : public Runtime {
   std::string EffectiveRuntimeEnv(const std::string& requested) const;
   rpc::TaskSpec BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
                           const internal::TaskOptionsData& options, bool default_cpu);
+  // How long API calls wait for a GCS that is unreachable (restarting), as Ray's
+  // gcs_rpc_server_reconnect_timeout_s.
+  static constexpr std::chrono::seconds kGcsReconnectWindow{60};
   // A GCS call for the API, retried while the GCS is unreachable; failure throws
   // orb::Error("<what>: <cause>"). `timeout` 0: the default deadline.
   template <class Reply, class Req, class Bound>
   Reply CallGcs(Bound bound, const Req& request, const std::string& what,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
-    CallOptions call;
-    call.max_attempts = 5;
+    CallOptions call = CallOptions::RetriedFor(kGcsReconnectWindow);
     if (timeout.count() > 0) call.timeout = timeout;
     auto reply = gcs_->CallSync<Reply>(bound, request, call);
     if (!reply.ok()) throw Error(what + ": " + std::string(reply.status().message()));

@@ -10,42 +10,21 @@ trap 'echo "netns_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build_dir=$1
 orb="$build_dir/bin/orb"
 tag=orb$$
-if [[ $(id -u) != 0 ]] || ! ip netns add "${tag}x" 2>/dev/null; then
+source "$(dirname "$0")/../lib/netns.sh"
+if [[ $(id -u) != 0 ]] || ! netns_available "$tag"; then
   echo "SKIP: network namespaces need root (CAP_NET_ADMIN); not available here"
   exit 77
 fi
-ip netns del "${tag}x"
 
 work=$(mktemp -d)
 cleanup() {
-  for n in a b c; do
-    pids=$(ip netns pids "$tag$n" 2>/dev/null || true)
-    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
-    ip netns del "$tag$n" 2>/dev/null || true
-  done
-  ip link del "${tag}br" 2>/dev/null || true
+  netns_down "$tag"
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-ip link add "${tag}br" type bridge
-ip link set "${tag}br" up
-i=1
-for n in a b c; do
-  ip netns add "$tag$n"
-  ip link add "${tag}$n" type veth peer name "${tag}${n}p"
-  ip link set "${tag}${n}p" master "${tag}br" up
-  ip link set "${tag}$n" netns "$tag$n"
-  ip -n "$tag$n" addr add "10.213.0.$i/24" dev "${tag}$n"
-  ip -n "$tag$n" link set "${tag}$n" up
-  ip -n "$tag$n" link set lo up
-  mkdir -p "$work/$n"
-  i=$((i + 1))
-done
+netns_up "$tag" 10.213.0 || { echo "SKIP: namespaces cannot reach each other here"; exit 77; }
+mkdir -p "$work/a" "$work/b" "$work/c"
 in_ns() { local n=$1; shift; ip netns exec "$tag$n" env ORB_TEMP_DIR="$work/$n" "$@"; }
-# Reachable: a connection to a closed port is refused at once rather than timing out.
-probe=$(in_ns b timeout 3 bash -c 'exec 3<>/dev/tcp/10.213.0.1/9' 2>&1 || true)
-grep -q "refused" <<<"$probe" || { echo "SKIP: namespaces cannot reach each other here ($probe)"; exit 77; }
 
 head=$(in_ns a "$orb" start --head --port 0 --node-ip-address 10.213.0.1 --num-cpus 2)
 echo "$head"
