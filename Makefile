@@ -6,7 +6,8 @@ BUILD_TYPE ?= RelWithDebInfo
 DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libabsl-dev libboost-dev librocksdb-dev catch2 libmsgpack-cxx-dev \
-  nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libyaml-cpp-dev libgtest-dev
+  nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libyaml-cpp-dev libgtest-dev \
+  clang libclang-rt-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

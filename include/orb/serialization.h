@@ -44,8 +44,14 @@ size_t SerializedSize(const T& value) {
 
 // Unpacks `data` with strings and byte arrays referenced in place rather than copied
 // into the handle's zone. REQUIRES: `data` outlives the handle.
+//
+// No container may declare more elements than `data` has bytes (each takes at least
+// one): a few corrupt bytes declaring a map of four billion entries are refused rather
+// than allocated for (found by tests/fuzz).
 inline msgpack::object_handle UnpackInPlace(const char* data, size_t size) {
-  return msgpack::unpack(data, size, [](msgpack::type::object_type, std::size_t, void*) { return true; });
+  msgpack::unpack_limit limit(/*array=*/size, /*map=*/size, /*str=*/size, /*bin=*/size, /*ext=*/size);
+  return msgpack::unpack(
+      data, size, [](msgpack::type::object_type, std::size_t, void*) { return true; }, nullptr, limit);
 }
 
 // Throws orb::Error naming the expected type when the bytes do not hold a T.

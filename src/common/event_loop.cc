@@ -17,10 +17,7 @@ struct EventLoop::Impl {
 
 EventLoop::EventLoop() : impl_(std::make_unique<Impl>()) {}
 
-EventLoop::~EventLoop() {
-  Stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
+EventLoop::~EventLoop() { Stop(); }
 
 void EventLoop::Start() {
   impl_->thread = std::thread([this] { Run(); });
@@ -34,6 +31,10 @@ void EventLoop::Run() {
 void EventLoop::Stop() {
   impl_->guard.reset();
   impl_->io.stop();
+  // Off the loop thread: wait for the closure running now, so that the caller may
+  // destroy what closures use (found by tests/fuzz: the GCS's handler was destroyed
+  // while its loop still ran a placement group callback).
+  if (impl_->thread.joinable() && std::this_thread::get_id() != impl_->thread.get_id()) impl_->thread.join();
 }
 
 void EventLoop::Post(std::function<void()> fn) { boost::asio::post(impl_->io, std::move(fn)); }

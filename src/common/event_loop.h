@@ -22,6 +22,8 @@ class EventLoop {
   void Start();
   // Runs the loop on the calling thread until Stop().
   void Run();
+  // Stops the loop: nothing posted runs after. Called from another thread, returns once
+  // the closure the loop was running has finished (the loop thread is joined).
   void Stop();
 
   void Post(std::function<void()> fn);

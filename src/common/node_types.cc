@@ -10,7 +10,9 @@ absl::StatusOr<std::vector<NodeType>> ParseNodeTypes(const std::string& text) {
     return absl::InvalidArgumentError("available_node_types must map node type names to their settings");
   }
   std::vector<NodeType> types;
-  for (const auto& [name, settings] : parsed.items()) {
+  for (const auto& item : parsed.items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& settings = item.value();
     auto bad = [&](const std::string& why) {
       return absl::InvalidArgumentError("node type '" + name + "': " + why);
     };

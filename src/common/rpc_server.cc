@@ -16,6 +16,12 @@ const RpcService::Route* RpcService::Find(const std::string& path) const {
   return it == routes_.end() ? nullptr : &it->second;
 }
 
+std::vector<std::string> RpcService::paths() const {
+  std::vector<std::string> out;
+  for (const auto& [path, route] : routes_) out.push_back(path);
+  return out;
+}
+
 namespace {
 
 // A call answered from its metadata alone: its body is never read.

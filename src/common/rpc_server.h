@@ -48,6 +48,8 @@ class RpcService {
   const ServiceContext& context() const { return context_; }
   // The route for a gRPC method path ("/orb.rpc.GcsService/KvPut"), or null.
   const Route* Find(const std::string& path) const;
+  // Every method path this service routes, in order.
+  std::vector<std::string> paths() const;
 
  protected:
   struct RouteAdded {};

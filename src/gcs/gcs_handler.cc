@@ -1,6 +1,9 @@
 #include "gcs/gcs_handler.h"
 
+#include <arpa/inet.h>
 #include <spdlog/spdlog.h>
+
+#include <cmath>
 
 #include "common/metrics.h"
 
@@ -107,10 +110,38 @@ void GcsHandler::PublishNode(const rpc::NodeInfo& node) {
   publisher_.Publish(std::move(message));
 }
 
+namespace {
+
+// Why a node's registration cannot be taken, or "" when it can.
+std::string InvalidNode(const rpc::NodeInfo& node) {
+  in6_addr unused;
+  if (::inet_pton(AF_INET, node.ip().c_str(), &unused) != 1 && ::inet_pton(AF_INET6, node.ip().c_str(), &unused) != 1) {
+    return "ip '" + node.ip().substr(0, 64) + "' is not an IPv4 or IPv6 address";
+  }
+  if (node.raylet_port() < 1 || node.raylet_port() > 65535) {
+    return "raylet_port " + std::to_string(node.raylet_port()) + " is not a port (1-65535)";
+  }
+  if (node.object_manager_port() < 0 || node.object_manager_port() > 65535) {
+    return "object_manager_port " + std::to_string(node.object_manager_port()) + " is not a port";
+  }
+  for (const auto& [name, amount] : node.resources_total()) {
+    if (!std::isfinite(amount) || amount < 0) {
+      return "resource '" + name.substr(0, 64) + "' has amount " + std::to_string(amount) +
+             "; amounts must be finite and not negative";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply* reply,
                                     SendReply send) {
   NodeID id = NodeID::FromBinary(req.node().node_id());
   if (id.IsNil()) return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node_id must be 16 bytes"));
+  if (std::string why = InvalidNode(req.node()); !why.empty()) {
+    return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "cannot register node " + id.Hex() + ": " + why));
+  }
   auto existing = nodes_.find(id);
   if (existing != nodes_.end() && existing->second.state() == rpc::NodeInfo::DEAD) {
     return send(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -193,7 +224,8 @@ void GcsHandler::SyncNodeFromGossip(uint32_t index) {
   }
   const rpc::GossipNodeState& payload = *slot->payload;
   if (it == nodes_.end()) {
-    // A live node this GCS has no record of: its tables were lost. Take the node back.
+    // A live node of this cluster with no record here (one that did not survive a
+    // restart): take it back from its entry.
     rpc::NodeInfo node;
     node.set_node_id(binary);
     auto colon = payload.address().rfind(':');

@@ -11,6 +11,7 @@
 #include "common/process.h"
 #include "common/rpc_server.h"
 #include "common/session.h"
+#include "gcs/gcs_grpc_service.h"
 #include "gcs/gcs_handler.h"
 #include "gcs/space_guarded_table_store.h"
 #include "gossip/gossip_flags.h"
@@ -19,37 +20,6 @@
 
 namespace orb::gcs {
 
-class GcsGrpcService : public RpcService {
- public:
-  GcsGrpcService(GcsHandler* handler, ServiceContext context)
-      : RpcService(rpc::GcsService::service_full_name(), std::move(context)), handler_(handler) {}
-  ORB_SERVICE_METHOD(RegisterNode)
-  ORB_SERVICE_METHOD(UnregisterNode)
-  ORB_SERVICE_METHOD(GetAllNodes)
-  ORB_SERVICE_METHOD(GetMetrics)
-  ORB_SERVICE_METHOD(ReportWorkerFailure)
-  ORB_SERVICE_METHOD_ON(RegisterActor, handler_->actors())
-  ORB_SERVICE_METHOD_ON(GetActorInfo, handler_->actors())
-  ORB_SERVICE_METHOD_ON(GetNamedActor, handler_->actors())
-  ORB_SERVICE_METHOD_ON(KillActor, handler_->actors())
-  ORB_SERVICE_METHOD_ON(ListActors, handler_->actors())
-  ORB_SERVICE_METHOD_ON(CreatePlacementGroup, handler_->placement_groups())
-  ORB_SERVICE_METHOD_ON(RemovePlacementGroup, handler_->placement_groups())
-  ORB_SERVICE_METHOD_ON(GetPlacementGroup, handler_->placement_groups())
-  ORB_SERVICE_METHOD_ON(ListPlacementGroups, handler_->placement_groups())
-  ORB_SERVICE_METHOD(AddJob)
-  ORB_SERVICE_METHOD(MarkJobFinished)
-  ORB_SERVICE_METHOD(GetAllJobs)
-  ORB_SERVICE_METHOD(GetJob)
-  ORB_SERVICE_METHOD(KvPut)
-  ORB_SERVICE_METHOD(KvGet)
-  ORB_SERVICE_METHOD(KvDelete)
-  ORB_SERVICE_METHOD(KvKeys)
-  ORB_SERVICE_METHOD(Poll)
-
- private:
-  GcsHandler* handler_;
-};
 
 int Main(int argc, char** argv) {
   // The GCS's tables (actor creation arguments, the KV store) and logs are this user's
@@ -63,7 +33,7 @@ int Main(int argc, char** argv) {
   std::string token_file;
   std::string log_file;
   std::string node_ip;
-  uint64_t min_free_disk = uint64_t{64} << 20;
+  uint64_t min_free_disk = kDefaultMinFreeDiskBytes;
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
   size_t max_dead_actors = 10000;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));

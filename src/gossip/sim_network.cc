@@ -1,5 +1,6 @@
 #include "gossip/sim_network.h"
 
+#include <charconv>
 #include <stdexcept>
 
 namespace orb::gossip {
@@ -53,7 +54,13 @@ void SimNetwork::SetDown(uint32_t member, bool down) {
 
 void SimNetwork::Enqueue(uint32_t from, const std::string& address, const rpc::GossipMessage& message) {
   if (down_[from]) return;
-  uint32_t to = static_cast<uint32_t>(std::stoul(address.substr(4)));
+  // An address that is no member's (a message may name any reply address) reaches no one.
+  uint32_t to = 0;
+  if (address.rfind("sim:", 0) != 0 ||
+      std::from_chars(address.data() + 4, address.data() + address.size(), to).ptr != address.data() + address.size() ||
+      address.size() == 4) {
+    return;
+  }
   std::string bytes = message.SerializeAsString();
   bytes_sent_[from] += bytes.size();
   ++messages_sent_;

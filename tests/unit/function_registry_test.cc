@@ -47,3 +47,11 @@ TEST_CASE("a registered function runs on serialized arguments", "[registry]") {
   CHECK(registry.Find("ORB_FUNC(Max,int,int)") != nullptr);
   CHECK(registry.Find("Nope") == nullptr);
 }
+
+TEST_CASE("a value declaring more elements than it has bytes is refused, not allocated for", "[registry][regression]") {
+  // 21 bytes from the value fuzzer: a struct whose map claims 4,282,056,537 entries.
+  const unsigned char bytes[] = {0x94, 0x63, 0x92, 0xfd, 0x05, 0xa3, 0x41, 0x62, 0x63, 0x92, 0xfd,
+                                 0xdf, 0xff, 0x3a, 0xff, 0x59, 0x29, 0x3f, 0xcd, 0x00, 0x00};
+  using Wide = std::tuple<int, std::vector<int>, std::string, std::map<std::string, int>>;
+  CHECK_THROWS_AS(orb::internal::Deserialize<Wide>(reinterpret_cast<const char*>(bytes), sizeof(bytes)), orb::Error);
+}

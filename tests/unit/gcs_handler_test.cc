@@ -1,5 +1,7 @@
 // The GCS's tables through its handler interface, without a network.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <set>
@@ -194,4 +196,33 @@ TEST_CASE("dead actors beyond the limit are forgotten, oldest first, in memory a
   auto rows = shared->Scan("actor", "");
   REQUIRE(rows.ok());
   CHECK(rows->size() == 2);
+}
+
+TEST_CASE("a registration with an address or resources that cannot be is refused, naming the field", "[gcs]") {
+  EventLoop loop;
+  loop.Start();
+  auto h = GcsHandler::Create(NewInMemoryTableStore(), &loop, GcsOptions());
+  REQUIRE(h.ok());
+  auto refusal = [&](const std::function<void(rpc::NodeInfo*)>& spoil) {
+    rpc::RegisterNodeRequest reg;
+    *reg.mutable_node() = Node(NodeID::FromRandom());
+    reg.mutable_node()->set_raylet_port(4321);
+    spoil(reg.mutable_node());
+    auto [status, reply] = Call<rpc::RegisterNodeRequest, rpc::RegisterNodeReply>(loop, **h, &GcsHandler::HandleRegisterNode, reg);
+    return status.ok() ? std::string("accepted") : status.error_message();
+  };
+  CHECK(refusal([](rpc::NodeInfo*) {}) == "accepted");
+  CHECK_THAT(refusal([](rpc::NodeInfo* n) { n->set_ip("not-an-ip"); }),
+             Catch::Contains("ip 'not-an-ip' is not an IPv4 or IPv6 address"));
+  CHECK_THAT(refusal([](rpc::NodeInfo* n) { n->set_raylet_port(0); }), Catch::Contains("raylet_port 0 is not a port"));
+  CHECK_THAT(refusal([](rpc::NodeInfo* n) { n->set_object_manager_port(70000); }),
+             Catch::Contains("object_manager_port 70000"));
+  CHECK_THAT(refusal([](rpc::NodeInfo* n) { (*n->mutable_resources_total())["GPU"] = -1; }),
+             Catch::Contains("resource 'GPU' has amount -1"));
+  CHECK_THAT(refusal([](rpc::NodeInfo* n) { (*n->mutable_resources_total())["CPU"] = std::nan(""); }),
+             Catch::Contains("must be finite"));
+  // None of them was taken.
+  auto nodes = Call<rpc::GetAllNodesRequest, rpc::GetAllNodesReply>(loop, **h, &GcsHandler::HandleGetAllNodes,
+                                                                    rpc::GetAllNodesRequest());
+  CHECK(nodes.second.nodes_size() == 1);
 }
