@@ -10,7 +10,24 @@
 
 namespace orb {
 
-static int64_t ToFixed(double amount) { return static_cast<int64_t>(std::llround(amount * ResourceSet::kUnit)); }
+namespace {
+
+// Clamped to ±kMaxAmount (NaN: 0), so that no amount converts with undefined behaviour.
+int64_t ToFixed(double amount) {
+  if (!(amount == amount)) return 0;
+  amount = std::clamp(amount, -ResourceSet::kMaxAmount, ResourceSet::kMaxAmount);
+  return static_cast<int64_t>(std::llround(amount * ResourceSet::kUnit));
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
+int64_t SaturatingNegate(int64_t a) { return a == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -a; }
+
+}  // namespace
 
 ResourceSet ResourceSet::FromMap(const std::map<std::string, double>& amounts) {
   ResourceSet set;
@@ -21,9 +38,10 @@ ResourceSet ResourceSet::FromMap(const std::map<std::string, double>& amounts) {
 absl::Status ResourceSet::Validate(const std::map<std::string, double>& amounts) {
   for (const auto& [name, amount] : amounts) {
     if (name.empty()) return absl::InvalidArgumentError("resource name is empty");
-    if (!std::isfinite(amount) || amount < 0) {
+    if (!std::isfinite(amount) || amount < 0 || amount > kMaxAmount) {
       std::ostringstream os;
-      os << "resource '" << name << "' has invalid amount " << amount << " (must be a finite number >= 0)";
+      os << "resource '" << name << "' has invalid amount " << amount << " (must be a finite number from 0 to "
+         << kMaxAmount << ")";
       return absl::InvalidArgumentError(os.str());
     }
   }
@@ -120,7 +138,7 @@ void ResourceSet::Add(const ResourceSet& other) {
   for (const auto& [id, fixed] : other.amounts_) {
     auto it = Find(id);
     if (it != amounts_.end() && it->first == id) {
-      it->second += fixed;
+      it->second = SaturatingAdd(it->second, fixed);
       if (it->second == 0) amounts_.erase(it);
     } else {
       amounts_.insert(it, {id, fixed});
@@ -132,10 +150,10 @@ void ResourceSet::Subtract(const ResourceSet& other) {
   for (const auto& [id, fixed] : other.amounts_) {
     auto it = Find(id);
     if (it != amounts_.end() && it->first == id) {
-      it->second -= fixed;
+      it->second = SaturatingAdd(it->second, SaturatingNegate(fixed));
       if (it->second == 0) amounts_.erase(it);
     } else {
-      amounts_.insert(it, {id, -fixed});
+      amounts_.insert(it, {id, SaturatingNegate(fixed)});
     }
   }
 }

@@ -15,6 +15,9 @@ namespace orb {
 class ResourceSet {
  public:
   static constexpr int64_t kUnit = 10000;  // amounts are stored in 1/10000ths
+  // The largest amount of one resource (100 TB of memory in bytes); Validate refuses
+  // more, and arithmetic saturates rather than overflow.
+  static constexpr double kMaxAmount = 1e14;
 
   ResourceSet() = default;
   static ResourceSet FromMap(const std::map<std::string, double>& amounts);

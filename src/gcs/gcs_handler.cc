@@ -3,9 +3,8 @@
 #include <arpa/inet.h>
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-
 #include "common/metrics.h"
+#include "common/resources.h"
 
 namespace orb::gcs {
 namespace {
@@ -124,12 +123,8 @@ std::string InvalidNode(const rpc::NodeInfo& node) {
   if (node.object_manager_port() < 0 || node.object_manager_port() > 65535) {
     return "object_manager_port " + std::to_string(node.object_manager_port()) + " is not a port";
   }
-  for (const auto& [name, amount] : node.resources_total()) {
-    if (!std::isfinite(amount) || amount < 0) {
-      return "resource '" + name.substr(0, 64) + "' has amount " + std::to_string(amount) +
-             "; amounts must be finite and not negative";
-    }
-  }
+  absl::Status resources = ResourceSet::Validate({node.resources_total().begin(), node.resources_total().end()});
+  if (!resources.ok()) return std::string(resources.message());
   return "";
 }
 

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/id.h"
+#include "common/resources.h"
 
 namespace orb::gcs {
 namespace {
@@ -73,6 +74,9 @@ void PlacementGroupManager::HandleCreatePlacementGroup(const rpc::CreatePlacemen
   for (int i = 0; i < in.bundles_size(); ++i) {
     const auto& resources = in.bundles(i).resources();
     if (resources.empty()) return send(Invalid("bundle " + std::to_string(i) + " has no resources"));
+    if (auto valid = ResourceSet::Validate({resources.begin(), resources.end()}); !valid.ok()) {
+      return send(Invalid("bundle " + std::to_string(i) + ": " + std::string(valid.message())));
+    }
     for (const auto& [name, amount] : resources) {
       if (!(amount > 0)) {
         return send(Invalid("bundle " + std::to_string(i) + " asks for " + std::to_string(amount) + " " + name +

@@ -221,6 +221,7 @@ absl::Status Raylet::StartObjectStream() {
   auto server = ObjectStreamServer::Start(options_.bind, options_.object_manager_port, options_.token, source);
   if (!server.ok()) return server.status();
   object_stream_ = std::move(*server);
+  object_manager_port_ = object_stream_->port();
   return absl::OkStatus();
 }
 
@@ -229,7 +230,7 @@ rpc::NodeInfo Raylet::DescribeNode() const {
   node.set_node_id(node_id_.Binary());
   node.set_ip(options_.node_ip);
   node.set_raylet_port(port_);
-  node.set_object_manager_port(object_stream_->port());
+  node.set_object_manager_port(object_manager_port_);
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   node.set_hostname(host);
@@ -289,7 +290,7 @@ void Raylet::StartGossip(const std::string& cluster_id) {
 void Raylet::PublishLocalState() {
   rpc::GossipNodeState state;
   state.set_address(options_.node_ip + ":" + std::to_string(port_));
-  state.set_object_manager_address(options_.node_ip + ":" + std::to_string(object_stream_->port()));
+  state.set_object_manager_address(options_.node_ip + ":" + std::to_string(object_manager_port_));
   for (const auto& [k, v] : lease_granter_->total().ToMap()) (*state.mutable_resources_total())[k] = v;
   for (const auto& [k, v] : lease_granter_->available().ToMap()) (*state.mutable_resources_available())[k] = v;
   for (const auto& [k, v] : options_.labels) (*state.mutable_labels())[k] = v;

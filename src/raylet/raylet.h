@@ -122,6 +122,7 @@ class Raylet {
   std::unique_ptr<JobWatcher> job_watcher_;
   std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<ObjectStreamServer> object_stream_;
+  int object_manager_port_ = 0;  // the object stream's, kept: the stream is gone once stopping
   std::unique_ptr<BundleManager> bundles_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   gossip::NodeDirectory directory_;

@@ -218,9 +218,9 @@ TEST_CASE("a registration with an address or resources that cannot be is refused
   CHECK_THAT(refusal([](rpc::NodeInfo* n) { n->set_object_manager_port(70000); }),
              Catch::Contains("object_manager_port 70000"));
   CHECK_THAT(refusal([](rpc::NodeInfo* n) { (*n->mutable_resources_total())["GPU"] = -1; }),
-             Catch::Contains("resource 'GPU' has amount -1"));
+             Catch::Contains("resource 'GPU' has invalid amount -1"));
   CHECK_THAT(refusal([](rpc::NodeInfo* n) { (*n->mutable_resources_total())["CPU"] = std::nan(""); }),
-             Catch::Contains("must be finite"));
+             Catch::Contains("invalid amount nan (must be a finite number"));
   // None of them was taken.
   auto nodes = Call<rpc::GetAllNodesRequest, rpc::GetAllNodesReply>(loop, **h, &GcsHandler::HandleGetAllNodes,
                                                                     rpc::GetAllNodesRequest());

@@ -35,3 +35,18 @@ TEST_CASE("resource JSON is parsed and bad amounts are named", "[resources]") {
   CHECK_FALSE(ResourceSet::ParseJson("not json").ok());
   CHECK_FALSE(ResourceSet::Validate({{"CPU", std::nan("")}}).ok());
 }
+
+TEST_CASE("an amount too large to count is refused, and arithmetic never overflows", "[resources][regression]") {
+  // Found by the GCS fuzzer: a placement group bundle asking for 1e300 CPUs overflowed
+  // the fixed-point amount while bundles were being placed.
+  auto refused = ResourceSet::Validate({{"CPU", 1e300}});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.message()), Catch::Contains("resource 'CPU' has invalid amount"));
+  CHECK(ResourceSet::Validate({{"memory", 64e12}}).ok());  // 64 TB of memory in bytes is fine
+  ResourceSet node = ResourceSet::FromMap({{"CPU", 3}});
+  node.Subtract(ResourceSet::FromMap({{"CPU", 1e300}}));  // unchecked input: clamped, no UB
+  CHECK(node.Get("CPU") == Approx(3 - ResourceSet::kMaxAmount));
+  ResourceSet huge = ResourceSet::FromMap({{"CPU", ResourceSet::kMaxAmount}});
+  for (int i = 0; i < 1000; ++i) huge.Add(ResourceSet::FromMap({{"CPU", ResourceSet::kMaxAmount}}));
+  CHECK(huge.Get("CPU") > 0);  // saturated, not wrapped around
+}
