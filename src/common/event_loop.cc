@@ -17,7 +17,10 @@ struct EventLoop::Impl {
 
 EventLoop::EventLoop() : impl_(std::make_unique<Impl>()) {}
 
-EventLoop::~EventLoop() { Stop(); }
+EventLoop::~EventLoop() {
+  Stop();
+  Join();
+}
 
 void EventLoop::Start() {
   impl_->thread = std::thread([this] { Run(); });
@@ -31,9 +34,9 @@ void EventLoop::Run() {
 void EventLoop::Stop() {
   impl_->guard.reset();
   impl_->io.stop();
-  // Off the loop thread: wait for the closure running now, so that the caller may
-  // destroy what closures use (found by tests/fuzz: the GCS's handler was destroyed
-  // while its loop still ran a placement group callback).
+}
+
+void EventLoop::Join() {
   if (impl_->thread.joinable() && std::this_thread::get_id() != impl_->thread.get_id()) impl_->thread.join();
 }
 

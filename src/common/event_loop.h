@@ -22,9 +22,13 @@ class EventLoop {
   void Start();
   // Runs the loop on the calling thread until Stop().
   void Run();
-  // Stops the loop: nothing posted runs after. Called from another thread, returns once
-  // the closure the loop was running has finished (the loop thread is joined).
+  // Stops the loop: nothing posted runs after the closure running now (which may still
+  // be running when Stop returns).
   void Stop();
+  // After Stop(): waits until the loop thread has finished that closure, so that what
+  // closures use may be destroyed (found by tests/fuzz: the GCS's handler was destroyed
+  // while its loop still ran a placement group callback). No-op on the loop thread.
+  void Join();
 
   void Post(std::function<void()> fn);
   // Runs `fn` once after `delay` on the loop.

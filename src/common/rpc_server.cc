@@ -2,6 +2,8 @@
 
 #include <grpcpp/generic/async_generic_service.h>
 
+#include <mutex>
+
 #include "common/metrics.h"
 
 namespace orb {
@@ -31,23 +33,57 @@ class RefusedCall : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 };
 
-// One unary call: reads the request, runs the route, writes the reply.
+// One unary call: reads the request, runs the route, writes the reply. A call that is
+// cancelled first (its deadline passed, its client went away, or the server is shutting
+// down) is finished at once, and the handler's later reply is dropped: a handler that
+// parks a call (a lease waiting for resources) must not hold up Server::Shutdown, which
+// waits for every call to finish.
 class RoutedCall : public grpc::ServerGenericBidiReactor {
  public:
-  explicit RoutedCall(const RpcService::Route* route) : route_(route) { StartRead(&request_); }
+  explicit RoutedCall(const RpcService::Route* route) : route_(route), state_(std::make_shared<State>()) {
+    state_->call = this;
+    StartRead(&request_);
+  }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call ended without a request"));
-    (*route_)(&request_, [this](grpc::Status status, grpc::ByteBuffer reply) {
-      if (!status.ok()) return Finish(std::move(status));
-      reply_ = std::move(reply);
-      StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+    if (!ok) return FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call ended without a request"));
+    (*route_)(&request_, [state = state_](grpc::Status status, grpc::ByteBuffer reply) {
+      std::lock_guard<std::recursive_mutex> lock(state->mu);
+      if (state->call == nullptr || state->finished) return;  // cancelled and gone
+      state->finished = true;
+      if (!status.ok()) return state->call->Finish(std::move(status));
+      state->call->reply_ = std::move(reply);
+      state->call->StartWriteAndFinish(&state->call->reply_, grpc::WriteOptions(), grpc::Status::OK);
     });
   }
-  void OnDone() override { delete this; }
+  void OnCancel() override { FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled")); }
+  void OnDone() override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(state_->mu);
+      state_->call = nullptr;
+    }
+    delete this;
+  }
 
  private:
+  // Shared with the handler's reply callback, which may run after the call is done.
+  // Recursive: gRPC may run OnDone inline from Finish.
+  struct State {
+    std::recursive_mutex mu;
+    RoutedCall* call = nullptr;  // null once done
+    bool finished = false;       // Finish (or StartWriteAndFinish) was called
+  };
+
+  void FinishOnce(grpc::Status status) {
+    std::shared_ptr<State> state = state_;  // `this` may be deleted inside Finish
+    std::lock_guard<std::recursive_mutex> lock(state->mu);
+    if (state->call == nullptr || state->finished) return;
+    state->finished = true;
+    state->call->Finish(std::move(status));
+  }
+
   const RpcService::Route* route_;
+  std::shared_ptr<State> state_;
   grpc::ByteBuffer request_, reply_;
 };
 

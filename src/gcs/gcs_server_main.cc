@@ -127,6 +127,7 @@ int Main(int argc, char** argv) {
   answered->get_future().wait_for(std::chrono::seconds(1));
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   loop.Stop();
+  loop.Join();  // before the handler and services it calls into are destroyed
   return 0;
 }
 

@@ -14,7 +14,8 @@
 #   gcs_empty       kill -9 the GCS and restart it on empty storage: raylets must leave
 #                   (another cluster now), the workload must end with errors, not hang
 #   partition       cut one node off the network past the death timeout, then reconnect
-#   netem           delay, loss and duplication on one node's link
+#   netem           delay, loss and duplication on one node's link (where the kernel has
+#                   no netem: a slow token-bucket link that delays and drops)
 #   tiny_disk       the GCS's storage on an 8 MiB tmpfs that fills up during the run: the
 #                   GCS refuses writes with errors, keeps serving, and comes back whole
 #
@@ -282,12 +283,19 @@ run_partition() {
   end_of_run_checks
 }
 run_netem() {
-  if ! $netns || ! ip netns exec "${tag}c" tc qdisc add dev "${tag}c" root netem delay 1ms 2>/dev/null; then
-    echo "SKIP netem: needs network namespaces and the netem qdisc"
+  # netem where the kernel has it; else a token bucket (tbf): a slow link whose queue
+  # delays packets and drops those that would wait longer than its latency.
+  local shaping=""
+  if $netns && ip netns exec "${tag}c" tc qdisc add dev "${tag}c" root netem delay 20ms 10ms loss 2% duplicate 2% 2>/dev/null; then
+    shaping="netem: delay 20 ms +- 10 ms, 2% loss, 2% duplicates"
+  elif $netns && ip netns exec "${tag}c" tc qdisc add dev "${tag}c" root tbf rate 20mbit burst 32kb latency 30ms 2>/dev/null; then
+    shaping="tbf (no netem in this kernel): 20 Mbit/s, packets queued past 30 ms dropped"
+  else
+    echo "SKIP netem: needs network namespaces and the netem or tbf qdisc"
     table+=('{"fault":"netem","skipped":"no netem"}')
     return
   fi
-  ip netns exec "${tag}c" tc qdisc change dev "${tag}c" root netem delay 20ms 10ms loss 2% duplicate 2%
+  echo "    node c's link: $shaping"
   start_workload netem || return
   finish_workload netem
   ip netns exec "${tag}c" tc qdisc del dev "${tag}c" root
@@ -314,6 +322,12 @@ run_tiny_disk() {
   # with the GCS goes on once there is room again.
   in_node 0 "$build_dir/tests/chaos_workload" --orb-address="$address" --probe-named-actor >"$work/full.out" 2>&1
   grep -q "no space" "$work/full.out" || fail "tiny_disk: a write on a full disk did not fail naming the cause: $(tail -2 "$work/full.out")"
+  # A GCS started on the full disk says why and exits (it used to abort inside RocksDB).
+  local out rc
+  out=$(timeout 30 "$build_dir/bin/gcs_server" --port 0 --storage-dir "$disk/other" --min-free-disk-bytes 2097152 2>&1)
+  rc=$?
+  [[ $rc != 0 && $out == *"no space left on $disk/other"* ]] ||
+    fail "tiny_disk: a GCS started on the full disk did not refuse naming the cause (exit $rc): $out"
   rm -f "$disk/filler"
   in_node 0 "$build_dir/tests/chaos_workload" --orb-address="$address" --probe-named-actor >"$work/room.out" 2>&1 ||
     fail "tiny_disk: the GCS did not take writes again once there was room: $(tail -2 "$work/room.out")"

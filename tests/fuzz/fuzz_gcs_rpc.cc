@@ -179,6 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!answered.get_future().get().ok()) std::abort();
   RunOnLoop(loop, [&] { (*handler)->AnswerParkedCalls(); });
   loop.Stop();
+  loop.Join();
   service.reset();
   handler->reset();
   return 0;

@@ -125,6 +125,7 @@ struct Node {
     raylet->Stop();
     raylet.reset();
     gcs_loop.Stop();
+    gcs_loop.Join();
     std::filesystem::remove_all(session);
   }
 

@@ -14,11 +14,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fuzz_input.h"
@@ -56,15 +60,35 @@ struct Holder {
   }
 };
 
+// Closes with a reset rather than a FIN: hundreds of thousands of connections a run
+// would otherwise leave as many in TIME_WAIT and use up the ephemeral ports.
+void CloseAbruptly(int fd) {
+  linger abrupt{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abrupt, sizeof(abrupt));
+  ::close(fd);
+}
+
 int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
-  os::ConfigureSocket(fd, 5);
-  return fd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      os::ConfigureSocket(fd, 5);
+      return fd;
+    }
+    int error = errno;
+    ::close(fd);
+    if (error != EADDRNOTAVAIL && error != EAGAIN && error != EINTR) {
+      fprintf(stderr, "cannot connect to the holder: %s\n", strerror(error));
+      std::abort();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a signal, or ports in TIME_WAIT: soon free
+  }
+  fprintf(stderr, "cannot connect to the holder: no local port free\n");
+  std::abort();
 }
 
 // Sends `bytes` to the holder as one peer would, then reads every answer to the end.
@@ -75,45 +99,67 @@ void ToServer(Holder& holder, const uint8_t* bytes, size_t size) {
   char sink[65536];
   while (::read(fd, sink, sizeof(sink)) > 0) {
   }
-  ::close(fd);
+  CloseAbruptly(fd);
   // The holder closed the connection: every pin its requests took is released.
   if (holder.pins != 0) std::abort();
 }
 
+// A listening socket for ToClient, the same for every input.
+int Listener(int* port) {
+  static int listener = -1;
+  static int bound_port = 0;
+  if (listener < 0) {
+    listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listener, 64) != 0 ||
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      std::abort();
+    }
+    bound_port = ntohs(addr.sin_port);
+  }
+  *port = bound_port;
+  return listener;
+}
+
 // A holder that answers the client's first request with `bytes`.
 void ToClient(const uint8_t* bytes, size_t size) {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listener, 4) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::abort();
-  }
+  int port = 0;
+  int listener = Listener(&port);
   const uint64_t length = 1000;
   // Guard bytes on both sides of the destination: the client must write only inside.
   std::vector<uint8_t> dest(length + 128, 0x5a);
   std::promise<absl::Status> done;
   {
     ObjectStreamClient client(kToken, 1);
-    client.Fetch("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), ObjectID::FromBinary(std::string(20, '\x01')),
-                 0, length, dest.data() + 64, [&done](absl::Status s) { done.set_value(std::move(s)); });
+    client.Fetch("127.0.0.1:" + std::to_string(port), ObjectID::FromBinary(std::string(20, '\x01')), 0, length,
+                 dest.data() + 64, [&done](absl::Status s) { done.set_value(std::move(s)); });
     pollfd pfd{listener, POLLIN, 0};
-    if (::poll(&pfd, 1, 5000) == 1) {
-      int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    int ready;
+    while ((ready = ::poll(&pfd, 1, 5000)) < 0 && errno == EINTR) {  // libFuzzer's alarm
+    }
+    int fd = ready == 1 ? ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    if (fd >= 0) {
+      os::ConfigureSocket(fd, 5);
       os::RequestHeader request;
       std::string token(kToken.size(), '\0');
       if (os::ReadAll(fd, &request, sizeof(request)) && os::ReadAll(fd, token.data(), token.size())) {
         (void)os::WriteAll(fd, bytes, size);
       }
-      ::shutdown(fd, SHUT_RDWR);
-      ::close(fd);
+      ::shutdown(fd, SHUT_WR);  // the answer ends here
     }
-    absl::Status status = done.get_future().get();
+    auto finished = done.get_future();
+    if (finished.wait_for(std::chrono::seconds(8)) != std::future_status::ready) {
+      fprintf(stderr, "the fetch did not end after its answer was cut off (holder accepted: %s)\n",
+              fd >= 0 ? "yes" : "no");
+      std::abort();
+    }
+    absl::Status status = finished.get();
+    if (fd >= 0) CloseAbruptly(fd);  // the client has read what it wanted
     if (status.ok() && size < sizeof(os::ResponseHeader) + length) std::abort();  // done without the bytes
   }
-  ::close(listener);
   for (int i = 0; i < 64; ++i) {
     if (dest[i] != 0x5a || dest[64 + length + i] != 0x5a) std::abort();  // wrote outside the destination
   }
