@@ -4,7 +4,6 @@
 
 #include <mutex>
 
-
 namespace orb {
 
 absl::Status FromGrpc(const grpc::Status& status) {

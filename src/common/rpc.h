@@ -72,12 +72,15 @@ struct CallOptions {
     CallOptions options;
     std::chrono::milliseconds waited{0};
     for (options.max_attempts = 1; waited < window; ++options.max_attempts) {
-      waited += options.initial_backoff * (1 << std::min(options.max_attempts - 1, kMaxBackoffDoublings));
+      waited += options.BackoffAfter(options.max_attempts);
     }
     return options;
   }
-  // Backoff doubles from initial_backoff at most this many times (3.2 s).
-  static constexpr int kMaxBackoffDoublings = 5;
+  // The wait before the attempt after `attempt` (1-based): initial_backoff, doubled
+  // per attempt up to 32 times it (3.2 s).
+  std::chrono::milliseconds BackoffAfter(int attempt) const {
+    return initial_backoff * (1 << std::min(attempt - 1, 5));
+  }
 };
 
 template <class Service>
@@ -161,7 +164,7 @@ class RpcClient {
                 std::lock_guard<std::mutex> lock(calls_mu_);
                 retries_due_++;
               }
-              RetryTimer().RunAfter(options.initial_backoff * (1 << std::min(attempt - 1, CallOptions::kMaxBackoffDoublings)),
+              RetryTimer().RunAfter(options.BackoffAfter(attempt),
                                     [this, bound, request, done, options, attempt] {
                                       bool closing;
                                       {

@@ -24,6 +24,23 @@ std::string KvKey(const std::string& ns, const std::string& key) { return ns + '
 
 grpc::Status Internal(const absl::Status& s) { return ToGrpc(s); }
 
+// Why a node's registration cannot be taken, or "" when it can.
+std::string InvalidNode(const rpc::NodeInfo& node) {
+  in6_addr unused;
+  if (::inet_pton(AF_INET, node.ip().c_str(), &unused) != 1 && ::inet_pton(AF_INET6, node.ip().c_str(), &unused) != 1) {
+    return "ip '" + node.ip().substr(0, 64) + "' is not an IPv4 or IPv6 address";
+  }
+  if (node.raylet_port() < 1 || node.raylet_port() > 65535) {
+    return "raylet_port " + std::to_string(node.raylet_port()) + " is not a port (1-65535)";
+  }
+  if (node.object_manager_port() < 0 || node.object_manager_port() > 65535) {
+    return "object_manager_port " + std::to_string(node.object_manager_port()) + " is not a port";
+  }
+  absl::Status resources = ResourceSet::Validate({node.resources_total().begin(), node.resources_total().end()});
+  if (!resources.ok()) return std::string(resources.message());
+  return "";
+}
+
 }  // namespace
 
 GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options)
@@ -108,27 +125,6 @@ void GcsHandler::PublishNode(const rpc::NodeInfo& node) {
   *message.mutable_node() = node;
   publisher_.Publish(std::move(message));
 }
-
-namespace {
-
-// Why a node's registration cannot be taken, or "" when it can.
-std::string InvalidNode(const rpc::NodeInfo& node) {
-  in6_addr unused;
-  if (::inet_pton(AF_INET, node.ip().c_str(), &unused) != 1 && ::inet_pton(AF_INET6, node.ip().c_str(), &unused) != 1) {
-    return "ip '" + node.ip().substr(0, 64) + "' is not an IPv4 or IPv6 address";
-  }
-  if (node.raylet_port() < 1 || node.raylet_port() > 65535) {
-    return "raylet_port " + std::to_string(node.raylet_port()) + " is not a port (1-65535)";
-  }
-  if (node.object_manager_port() < 0 || node.object_manager_port() > 65535) {
-    return "object_manager_port " + std::to_string(node.object_manager_port()) + " is not a port";
-  }
-  absl::Status resources = ResourceSet::Validate({node.resources_total().begin(), node.resources_total().end()});
-  if (!resources.ok()) return std::string(resources.message());
-  return "";
-}
-
-}  // namespace
 
 void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::RegisterNodeReply* reply,
                                     SendReply send) {
