@@ -129,6 +129,20 @@ inline std::string GetNamespace() { return internal::CurrentNamespace(); }
 // Every node the GCS knows, alive or dead.
 inline std::vector<NodeInfo> Nodes() { return internal::ClusterNodes(); }
 
+// Asks the autoscaler to make the cluster able to hold all of `bundles` at once (Ray's
+// request_resources), beyond what queued work asks for, and to keep that capacity: the
+// nodes they fit on are not scaled in while the request stands. Each call replaces the
+// previous request; an empty list withdraws it. Does nothing in local mode. Throws
+// orb::Error for a negative or non-finite amount.
+//   orb::RequestResources({{{"CPU", 4}}, {{"GPU", 1}}});
+inline void RequestResources(const std::vector<std::map<std::string, double>>& bundles) {
+  internal::RequestResources(bundles);
+}
+// As Ray's request_resources(num_cpus=N): N bundles of one CPU.
+inline void RequestResources(int num_cpus) {
+  internal::RequestResources(std::vector<std::map<std::string, double>>(num_cpus, {{"CPU", 1.0}}));
+}
+
 class RuntimeContext {
  public:
   std::string GetNodeId() const { return internal::CurrentNodeId(); }

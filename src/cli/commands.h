@@ -12,7 +12,23 @@ struct StartOptions {
   std::string address;
   std::string token;
   std::string autoscaling_config;  // head only: a YAML or JSON file with available_node_types
+  // head only: run the autoscaler with this cluster YAML (a file, or the environment
+  // variable named by autoscale_config_env, as in the head pod)
+  std::string autoscale_config;
+  std::string autoscale_config_env;
+  bool block = false;  // stay in the foreground until a signal or the raylet's end, then stop what it started
   NodeFlags node;
+};
+
+struct UpOptions {
+  std::string config_path;
+  bool yes = true;
+  int timeout_s = 300;  // how long to wait for the head and min_workers nodes
+};
+
+struct DownOptions {
+  std::string config_path;
+  int timeout_s = 120;
 };
 
 struct StopOptions {
@@ -22,6 +38,9 @@ struct StopOptions {
 };
 
 int Start(const StartOptions& options);
+// `orb up cluster.yaml` / `orb down cluster.yaml` (up_down.cc).
+int Up(const UpOptions& options);
+int Down(const DownOptions& options);
 int Status(const std::string& address);
 int Stop(const StopOptions& options);
 // `orb list <what>`: actors, placement-groups.

@@ -16,8 +16,28 @@ int main(int argc, char** argv) {
   start_cmd->add_option("--autoscaling-config", start.autoscaling_config,
                         "head: YAML/JSON with available_node_types; work only such a node could run waits for one")
       ->check(CLI::ExistingFile);
-  start_cmd->add_option("--token", start.token, "cluster token when joining (default: the local session's)");
+  start_cmd->add_option("--token", start.token, "cluster token when joining (default: $ORB_TOKEN, else the local session's)");
+  start_cmd->add_option("--autoscale-config", start.autoscale_config,
+                        "head: run the autoscaler with this cluster YAML (as `orb up` does)")
+      ->check(CLI::ExistingFile);
+  start_cmd->add_option("--autoscale-config-env", start.autoscale_config_env,
+                        "head: run the autoscaler with the cluster YAML held in this environment variable");
+  start_cmd->add_flag("--block", start.block,
+                      "stay in the foreground; on SIGTERM or when the raylet ends, stop everything it started "
+                      "(the command of a pod or a service)");
   start_cmd->callback([&] { std::exit(orb::cli::Start(start)); });
+
+  orb::cli::UpOptions up;
+  auto* up_cmd = app.add_subcommand("up", "start a cluster from a cluster YAML: its head, the autoscaler, min_workers nodes");
+  up_cmd->add_option("config", up.config_path, "the cluster YAML")->required()->check(CLI::ExistingFile);
+  up_cmd->add_option("--timeout", up.timeout_s, "seconds to wait for the head and min_workers nodes");
+  up_cmd->callback([&] { std::exit(orb::cli::Up(up)); });
+
+  orb::cli::DownOptions down;
+  auto* down_cmd = app.add_subcommand("down", "stop a cluster started by `orb up`: every node it made, then the head");
+  down_cmd->add_option("config", down.config_path, "the cluster YAML")->required()->check(CLI::ExistingFile);
+  down_cmd->add_option("--timeout", down.timeout_s, "seconds to wait for the nodes to be gone");
+  down_cmd->callback([&] { std::exit(orb::cli::Down(down)); });
 
   std::string status_address;
   auto* status_cmd = app.add_subcommand("status", "show nodes, resource usage and pending demand");

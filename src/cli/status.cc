@@ -2,6 +2,9 @@
 #include <iostream>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
+#include "autoscaler/cluster_state.h"
 #include "cli/commands.h"
 #include "common/id.h"
 #include "common/rpc.h"
@@ -19,6 +22,49 @@ std::string Amount(const std::string& name, double value) {
     std::snprintf(buf, sizeof(buf), "%.1f", value);
   }
   return buf;
+}
+
+// The autoscaler's view, as it last published it: nodes launching or idle, pending
+// launches, what cannot be placed and its last decisions with their reasons.
+void PrintAutoscaler(RpcClient<rpc::GcsService>& gcs) {
+  rpc::KvGetRequest get;
+  get.set_namespace_(autoscaler::kKvNamespace);
+  get.set_key(autoscaler::kStatusKey);
+  CallOptions call;
+  call.timeout = std::chrono::milliseconds(5000);
+  auto reply = gcs.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), get, call);
+  if (!reply.ok() || !reply->found()) return;
+  auto status = nlohmann::json::parse(reply->value(), nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object()) return;
+  std::cout << "\nAutoscaler (cluster " << status.value("cluster_name", "") << ")\n"
+            << "---------------------------------------------------------------\n";
+  if (status.contains("error")) std::cout << " error: " << status.value("error", "") << "\n";
+  std::map<std::string, int> by_state;
+  for (const auto& n : status.value("nodes", nlohmann::json::array())) {
+    std::string type = n.value("type", "");
+    if (type.empty()) continue;  // not launched by the autoscaler
+    std::string state = n.value("state", "");
+    by_state[state]++;
+    std::cout << " " << n.value("id", "") << "  " << type << "  " << state;
+    if (state == "idle") std::cout << " for " << n.value("idle_s", 0) << " s";
+    std::cout << "\n";
+  }
+  std::cout << "Pending launches:";
+  auto pending = status.value("pending_launches", nlohmann::json::object());
+  if (pending.empty()) std::cout << " (none)";
+  for (const auto& [type, count] : pending.items()) std::cout << " " << count.get<int>() << " x " << type;
+  std::cout << "\nCannot be placed:";
+  auto infeasible = status.value("infeasible", nlohmann::json::array());
+  if (infeasible.empty()) std::cout << " (nothing)\n";
+  std::cout << (infeasible.empty() ? "" : "\n");
+  for (const auto& line : infeasible) std::cout << " " << line.get<std::string>() << "\n";
+  std::cout << "Recent decisions:\n";
+  auto decisions = status.value("decisions", nlohmann::json::array());
+  if (decisions.empty()) std::cout << " (none yet)\n";
+  size_t first = decisions.size() > 10 ? decisions.size() - 10 : 0;
+  for (size_t i = first; i < decisions.size(); ++i) {
+    std::cout << " " << decisions[i].value("ago_s", 0) << " s ago: " << decisions[i].value("what", "") << "\n";
+  }
 }
 
 }  // namespace
@@ -82,6 +128,7 @@ int Status(const std::string& given_address) {
     }
     std::cout << "}: " << count << "+ pending tasks\n";
   }
+  PrintAutoscaler(gcs);
   return 0;
 }
 

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace orb::cli {
 namespace {
 
-enum class Kind { kNone, kWorker, kRaylet, kGcs };
+enum class Kind { kNone, kAutoscaler, kWorker, kRaylet, kGcs };
 
 struct OrbProcess {
   Kind kind = Kind::kNone;
@@ -63,6 +63,7 @@ OrbProcess Classify(pid_t pid) {
   if (exe == "raylet" && args.size() > 1 && args[1] == "--gcs-address") {
     return {Kind::kRaylet, ValueAfter(args, "--session-dir")};
   }
+  if (exe == "orb_autoscaler") return {Kind::kAutoscaler, ValueAfter(args, "--session-dir")};
   if (exe == "gcs_server") return {Kind::kGcs, fs::path(ValueAfter(args, "--token-file")).parent_path().string()};
   return {};
 }
@@ -117,8 +118,9 @@ int Stop(const StopOptions& options) {
     in_scope = [root](const std::string& s) { return !s.empty() && (fs::weakly_canonical(s).string() + "/").rfind(root, 0) == 0; };
   }
   int stopped = 0;
-  // Raylets first (they stop their workers), then stray workers, then the GCS.
-  for (Kind kind : {Kind::kRaylet, Kind::kWorker, Kind::kGcs}) {
+  // The autoscaler first (it would replace nodes), then raylets (they stop their
+  // workers), then stray workers, then the GCS.
+  for (Kind kind : {Kind::kAutoscaler, Kind::kRaylet, Kind::kWorker, Kind::kGcs}) {
     std::vector<pid_t> pids = Find(kind, in_scope);
     for (pid_t p : pids) ::kill(p, options.force ? SIGKILL : SIGTERM);
     if (!WaitGone(pids, std::chrono::milliseconds(options.force ? 1000 : 5000))) {

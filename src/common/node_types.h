@@ -16,6 +16,11 @@ namespace orb {
 
 inline constexpr char kNodeTypesKvNamespace[] = "orb";
 inline constexpr char kNodeTypesKvKey[] = "autoscaler/available_node_types";
+// RequestResources (orb::RequestResources): a JSON array of bundles ({"CPU": 1, ...})
+// the cluster must be able to hold at once; the autoscaler reads it.
+inline constexpr char kResourceRequestsKvKey[] = "autoscaler/resource_requests";
+// What the autoscaler last saw and decided, as JSON, for `orb status`.
+inline constexpr char kAutoscalerStatusKvKey[] = "autoscaler/status";
 
 struct NodeType {
   std::string name;

@@ -124,6 +124,15 @@ void BlockTerminationSignals() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
+int WaitForTerminationSignalFor(std::chrono::milliseconds timeout) {
+  sigset_t set = TerminationSignals();
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  ts.tv_nsec = static_cast<long>((timeout.count() % 1000) * 1000000);
+  int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
 int WaitForTerminationSignal() {
   sigset_t set = TerminationSignals();
   int sig = 0;

@@ -39,4 +39,6 @@ namespace orb {
 void BlockTerminationSignals();
 // Waits for one of those signals; returns it.
 int WaitForTerminationSignal();
+// Waits up to `timeout` for one of those signals; returns it, or 0 when none came.
+int WaitForTerminationSignalFor(std::chrono::milliseconds timeout);
 }  // namespace orb

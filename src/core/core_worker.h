@@ -70,6 +70,7 @@ class CoreWorker : public Runtime {
   void AddLocalReference(const std::string& id) override;
   void RemoveLocalReference(const std::string& id) override;
   std::vector<NodeInfo> Nodes() override;
+  void RequestResources(const std::vector<std::map<std::string, double>>& bundles) override;
 
   // The borrower protocol (object_table.h). A ref read out of a value: one more hold,
   // a borrow when another process owns it.

@@ -1,8 +1,10 @@
 // CoreWorker's actor calls: creating actors (registered with the GCS, which schedules
 // them), calling their methods (through ActorSubmitter), killing and finding them; and
 // the GCS key-value calls that collectives rendezvous through.
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/node_types.h"
 #include "core/core_worker.h"
 #include "core/task_options_check.h"
 
@@ -88,6 +90,12 @@ void CoreWorker::KvPut(const std::string& ns, const std::string& key, const std:
   request.set_value(value);
   request.set_overwrite(true);
   CallGcs<rpc::KvPutReply>(ORB_RPC(KvPut), request, "GCS key-value put of '" + key + "' failed");
+}
+
+void CoreWorker::RequestResources(const std::vector<std::map<std::string, double>>& bundles) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const auto& bundle : bundles) json.push_back(bundle);
+  KvPut(kNodeTypesKvNamespace, kResourceRequestsKvKey, json.dump());
 }
 
 std::optional<std::string> CoreWorker::KvGet(const std::string& ns, const std::string& key) {

@@ -62,6 +62,8 @@ class LocalModeRuntime : public Runtime {
   std::vector<internal::PlacementGroupData> ListPlacementGroups() override;
 
   std::vector<NodeInfo> Nodes() override;
+  // Local mode has no autoscaler: nothing to ask.
+  void RequestResources(const std::vector<std::map<std::string, double>>&) override {}
   std::string NamespaceName() const override { return namespace_; }
   std::string NodeIdHex() const override { return node_id_; }
   std::string JobIdHex() const override { return job_id_; }

@@ -50,6 +50,8 @@ class Runtime {
 
   // Where this code runs.
   virtual std::vector<NodeInfo> Nodes() = 0;
+  // Replaces the autoscaler's standing request (validated by the caller).
+  virtual void RequestResources(const std::vector<std::map<std::string, double>>& bundles) = 0;
   virtual std::string NamespaceName() const = 0;
   virtual std::string NodeIdHex() const = 0;
   virtual std::string JobIdHex() const = 0;

@@ -9,6 +9,7 @@
 
 #include "common/logging.h"
 #include "common/process.h"
+#include "common/resources.h"
 #include "common/runtime_env_spec.h"
 #include "common/session.h"
 #include "core/core_worker.h"
@@ -305,5 +306,12 @@ std::string CurrentNodeId() { return TheRuntime().NodeIdHex(); }
 std::string CurrentJobId() { return TheRuntime().JobIdHex(); }
 std::string CurrentTaskId() { return TheRuntime().TaskIdHex(); }
 std::vector<NodeInfo> ClusterNodes() { return TheRuntime().Nodes(); }
+
+void RequestResources(const std::vector<std::map<std::string, double>>& bundles) {
+  for (const auto& bundle : bundles) {
+    if (auto s = ResourceSet::Validate(bundle); !s.ok()) throw Error("RequestResources: " + std::string(s.message()));
+  }
+  TheRuntime().RequestResources(bundles);
+}
 
 }  // namespace orb::internal

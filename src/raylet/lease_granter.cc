@@ -103,10 +103,11 @@ const ClusterView& LeaseGranter::CurrentView() {
   NodeView local;
   local.id = options_.node_id;
   local.address = options_.node_ip + ":" + std::to_string(options_.node_port);
-  local.total = total_;
+  // A draining node offers nothing, so requests go elsewhere.
+  local.total = draining_ ? ResourceSet() : total_;
   // Requests already queued here will take their share: count them as used, or a burst
   // of requests would all see an idle node and all stay here.
-  local.available = available_;
+  local.available = draining_ ? ResourceSet() : available_;
   for (const auto& p : queue_) local.available.Subtract(p.resources);
   local.labels = options_.labels;
   view_.Upsert(std::move(local));
@@ -114,7 +115,7 @@ const ClusterView& LeaseGranter::CurrentView() {
 }
 
 bool LeaseGranter::LocallyFeasible(const SchedulingRequest& request) const {
-  if (!total_.Contains(request.resources)) return false;
+  if (draining_ || !total_.Contains(request.resources)) return false;
   if (!request.hard_labels.empty() && !request.hard_labels.Matches(options_.labels)) return false;
   if (request.strategy == SchedulingStrategy::kNodeAffinity && !request.affinity_soft &&
       request.affinity_node != options_.node_id) {
@@ -455,6 +456,15 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     it = leases_.erase(it);
   }
   Dispatch();
+}
+
+absl::Status LeaseGranter::Drain() {
+  if (!leases_.empty()) return absl::FailedPreconditionError(std::to_string(leases_.size()) + " leases are running");
+  if (!queue_.empty()) return absl::FailedPreconditionError(std::to_string(queue_.size()) + " lease requests are queued");
+  if (!(available_ == total_)) return absl::FailedPreconditionError("placement group bundles hold resources");
+  if (!draining_) spdlog::info("draining: this node takes no new leases");
+  draining_ = true;
+  return absl::OkStatus();
 }
 
 std::vector<rpc::ResourceDemand> LeaseGranter::PendingDemand() const {

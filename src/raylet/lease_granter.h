@@ -83,6 +83,11 @@ class LeaseGranter {
   // A node of the cluster view (this one included); nullptr when unknown.
   const NodeView* FindNode(const NodeID& id) { return CurrentView().Find(id); }
   const ResourceSet& available() const { return available_; }
+  // Stops taking leases if the node is idle (no lease, nothing queued, every resource
+  // free); from then on the node offers nothing to the scheduler. Returns whether it
+  // drained, or why not.
+  absl::Status Drain();
+  bool draining() const { return draining_; }
   // Queued requests grouped by shape, for status and autoscaling.
   std::vector<rpc::ResourceDemand> PendingDemand() const;
 
@@ -132,6 +137,7 @@ class LeaseGranter {
   Scheduler scheduler_;
   ClusterView view_;
   uint64_t next_seq_ = 1;
+  bool draining_ = false;
   std::deque<PendingLease> queue_;
   std::unordered_map<LeaseID, Lease> leases_;
   std::unordered_map<WorkerID, LeaseID> lease_of_worker_;

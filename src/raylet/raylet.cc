@@ -34,6 +34,7 @@ class RayletGrpcService : public RpcService {
   ORB_SERVICE_METHOD(ReleaseObjects)
   ORB_SERVICE_METHOD(DeleteObjects)
   ORB_SERVICE_METHOD(GetNodeStats)
+  ORB_SERVICE_METHOD(DrainNode)
   ORB_SERVICE_METHOD(PullObject)
   ORB_SERVICE_METHOD(PrepareBundle)
   ORB_SERVICE_METHOD(CommitBundle)
@@ -292,7 +293,10 @@ void Raylet::PublishLocalState() {
   state.set_address(options_.node_ip + ":" + std::to_string(port_));
   state.set_object_manager_address(options_.node_ip + ":" + std::to_string(object_manager_port_));
   for (const auto& [k, v] : lease_granter_->total().ToMap()) (*state.mutable_resources_total())[k] = v;
-  for (const auto& [k, v] : lease_granter_->available().ToMap()) (*state.mutable_resources_available())[k] = v;
+  // A draining node shows nothing free, so no other raylet sends work here.
+  if (!lease_granter_->draining()) {
+    for (const auto& [k, v] : lease_granter_->available().ToMap()) (*state.mutable_resources_available())[k] = v;
+  }
   for (const auto& [k, v] : options_.labels) (*state.mutable_labels())[k] = v;
   for (auto& d : lease_granter_->PendingDemand()) *state.add_pending_demand() = std::move(d);
   state.set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
@@ -533,6 +537,14 @@ void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObject
                          }
                          send(grpc::Status::OK);
                        });
+}
+
+void Raylet::HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send) {
+  absl::Status drained = lease_granter_->Drain();
+  reply->set_accepted(drained.ok());
+  if (!drained.ok()) reply->set_rejection(std::string(drained.message()));
+  if (drained.ok()) spdlog::info("drained for the autoscaler: {}", req.reason());
+  send(grpc::Status::OK);
 }
 
 void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeStatsReply* reply, SendReply send) {

@@ -90,6 +90,7 @@ class Raylet {
   void HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::ReleaseObjectsReply* reply, SendReply send);
   void HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply* reply, SendReply send);
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
+  void HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send);
   void HandleCheckWorkers(const rpc::CheckWorkersRequest& req, rpc::CheckWorkersReply* reply, SendReply send);
   void HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send);
   void HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply, SendReply send);

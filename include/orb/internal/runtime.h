@@ -129,6 +129,7 @@ std::string CurrentNodeId();
 std::string CurrentJobId();
 std::string CurrentTaskId();
 std::vector<NodeInfo> ClusterNodes();
+void RequestResources(const std::vector<std::map<std::string, double>>& bundles);
 
 }  // namespace internal
 }  // namespace orb

@@ -1,0 +1,236 @@
+#include "autoscaler/autoscaler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace orb::autoscaler {
+namespace {
+
+std::string RandomTag() {
+  static const char* kChars = "bcdfghjklmnpqrstvwxz2456789";
+  std::random_device rd;
+  std::string s;
+  for (int i = 0; i < 6; ++i) s += kChars[rd() % 27];
+  return s;
+}
+
+int64_t Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::seconds>(d).count();
+}
+
+}  // namespace
+
+Autoscaler::Autoscaler(AutoscalerOptions options, NodeProvider* provider, ClusterStateSource* cluster, Clock now)
+    : options_(std::move(options)), provider_(provider), cluster_(cluster), now_(std::move(now)) {}
+
+void Autoscaler::Decide(const std::string& what) {
+  spdlog::info("autoscaler: {}", what);
+  decisions_.emplace_back(now_(), what);
+  while (decisions_.size() > options_.decisions_kept) decisions_.pop_front();
+}
+
+void Autoscaler::ForgetStaleLaunches(const std::vector<ProviderNode>& nodes) {
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    int seen = 0;
+    for (const auto& n : nodes) seen += n.launch_request == it->first ? 1 : 0;
+    if (seen >= it->second.count) {
+      it = launches_.erase(it);  // its nodes are counted as the provider's from now on
+    } else if (now_() - it->second.at > options_.launch_timeout) {
+      Decide(absl::StrCat("launch ", it->first, ": only ", seen, " of ", it->second.count, " ", it->second.node_type,
+                          " nodes appeared within ", Seconds(options_.launch_timeout), " s; no longer waiting for the rest"));
+      it = launches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vector<ProviderNode>& nodes) {
+  const ClusterConfig& config = options_.config;
+  const auto now = now_();
+  ScalingInput in;
+  for (const auto& t : config.node_types) {
+    if (t.name == config.head_node_type) continue;
+    in.types.push_back({t.name, ResourceSet::FromMap(t.resources), t.min_workers, t.max_workers});
+  }
+  in.max_workers = config.max_workers;
+  in.upscaling_speed = config.upscaling_speed;
+  in.idle_timeout = config.idle_timeout;
+  in.placement_groups = cluster.pending_groups;
+  in.requested = cluster.requested;
+
+  std::map<std::string, const ProviderNode*> by_id;
+  for (const auto& n : nodes) by_id[n.id] = &n;
+  std::set<std::string> joined;
+  std::set<std::string> live_keys;
+  last_nodes_ = nlohmann::json::array();
+  for (const auto& c : cluster.nodes) {
+    PlannerNode p;
+    auto it = c.provider_node_id.empty() ? by_id.end() : by_id.find(c.provider_node_id);
+    bool managed = it != by_id.end() && it->second->kind == NodeKind::kWorker;
+    p.key = it != by_id.end() ? c.provider_node_id : c.node_id;
+    p.node_type = managed ? it->second->node_type : "";
+    if (it != by_id.end()) joined.insert(c.provider_node_id);
+    p.total = c.total;
+    p.available = c.available;
+    live_keys.insert(p.key);
+    if (c.Idle()) {
+      auto since = idle_since_.emplace(p.key, now).first->second;
+      p.idle_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
+      if (p.idle_for.count() == 0) p.idle_for = std::chrono::milliseconds(1);
+    } else {
+      idle_since_.erase(p.key);
+    }
+    for (const auto& d : c.queued) in.queued.push_back(d);
+    last_nodes_.push_back({{"id", p.key},
+                           {"type", it != by_id.end() ? it->second->node_type : ""},
+                           {"state", c.Idle() ? "idle" : "running"},
+                           {"idle_s", Seconds(p.idle_for)},
+                           {"resources", c.total.ToString()},
+                           {"available", c.available.ToString()}});
+    in.nodes.push_back(std::move(p));
+  }
+  for (auto it = idle_since_.begin(); it != idle_since_.end();) {
+    it = live_keys.count(it->first) ? std::next(it) : idle_since_.erase(it);
+  }
+  for (const auto& n : nodes) {
+    if (joined.count(n.id) || n.kind != NodeKind::kWorker) continue;
+    const NodeTypeConfig* type = config.FindType(n.node_type);
+    if (!type) continue;
+    first_seen_.emplace(n.id, now);
+    PlannerNode p;
+    p.key = n.id;
+    p.node_type = n.node_type;
+    p.launching = true;
+    p.total = ResourceSet::FromMap(type->resources);
+    in.nodes.push_back(std::move(p));
+    last_nodes_.push_back({{"id", n.id}, {"type", n.node_type}, {"state", "launching"},
+                           {"provider_state", ProviderNodeStateName(n.state)}});
+  }
+  for (auto it = first_seen_.begin(); it != first_seen_.end();) {
+    it = by_id.count(it->first) && !joined.count(it->first) ? std::next(it) : first_seen_.erase(it);
+  }
+  for (const auto& [id, launch] : launches_) {
+    int seen = 0;
+    for (const auto& n : nodes) seen += n.launch_request == id ? 1 : 0;
+    const NodeTypeConfig* type = config.FindType(launch.node_type);
+    for (int i = seen; i < launch.count && type; ++i) {
+      PlannerNode p;
+      p.key = absl::StrCat(id, "/", i);
+      p.node_type = launch.node_type;
+      p.launching = true;
+      p.total = ResourceSet::FromMap(type->resources);
+      in.nodes.push_back(std::move(p));
+    }
+  }
+  return in;
+}
+
+void Autoscaler::Execute(const ScalingPlan& plan, const ClusterState& cluster, const std::vector<ProviderNode>& nodes) {
+  for (const auto& [type, count] : plan.launch) {
+    NodeLaunch launch;
+    launch.node_type = type;
+    launch.count = count;
+    launch.request_id = absl::StrCat(options_.config.cluster_name, "-", next_launch_++, "-", RandomTag());
+    absl::Status s = provider_->CreateNodes(launch);
+    if (!s.ok()) {
+      // Nodes it did make carry the launch's label: the next round counts them.
+      Decide(absl::StrCat("launching ", count, " x ", type, " failed: ", s.message()));
+      continue;
+    }
+    launches_[launch.request_id] = {type, count, now_()};
+  }
+  for (const auto& key : plan.terminate) {
+    const ClusterNodeState* node = nullptr;
+    for (const auto& c : cluster.nodes) {
+      if (c.provider_node_id == key) node = &c;
+    }
+    std::string reason = "idle";
+    for (const auto& r : plan.reasons) {
+      if (r.find("terminate " + key) == 0) reason = r;
+    }
+    if (node) {
+      absl::Status drained = cluster_->Drain(*node, reason);
+      if (drained.code() == absl::StatusCode::kFailedPrecondition) {
+        Decide(absl::StrCat("keeping ", key, ": ", drained.message()));
+        idle_since_.erase(key);
+        continue;
+      }
+      if (!drained.ok()) spdlog::warn("cannot drain {} ({}); terminating it anyway", key, drained.ToString());
+    }
+    absl::Status s = provider_->TerminateNodes({key});
+    if (!s.ok()) Decide(absl::StrCat("terminating ", key, " failed: ", s.message()));
+    idle_since_.erase(key);
+  }
+  (void)nodes;
+}
+
+absl::Status Autoscaler::Update() {
+  auto fail = [this](const absl::Status& s) {
+    if (last_error_ != s.ToString()) spdlog::warn("autoscaler: {}", s.ToString());
+    last_error_ = s.ToString();
+    cluster_->PublishStatus(StatusJson().dump()).IgnoreError();
+    return s;
+  };
+  auto cluster = cluster_->Read();
+  if (!cluster.ok()) return fail(absl::Status(cluster.status().code(), "cannot read the cluster's state: " + cluster.status().ToString()));
+  auto listed = provider_->ListNodes();
+  if (!listed.ok()) return fail(absl::Status(listed.status().code(), "cannot list the provider's nodes: " + listed.status().ToString()));
+  last_error_.clear();
+
+  std::vector<ProviderNode> nodes;
+  std::vector<std::string> failed;
+  const auto now = now_();
+  for (auto& n : *listed) {
+    if (n.state == ProviderNodeState::kFailed && n.kind == NodeKind::kWorker) {
+      Decide(absl::StrCat("terminate ", n.id, " (", n.node_type, "): failed: ", n.failure));
+      failed.push_back(n.id);
+      continue;
+    }
+    auto seen = first_seen_.find(n.id);
+    if (seen != first_seen_.end() && now - seen->second > options_.join_timeout) {
+      Decide(absl::StrCat("terminate ", n.id, " (", n.node_type, "): its raylet did not join within ",
+                          Seconds(options_.join_timeout), " s"));
+      failed.push_back(n.id);
+      first_seen_.erase(seen);
+      continue;
+    }
+    nodes.push_back(std::move(n));
+  }
+  if (!failed.empty()) provider_->TerminateNodes(failed).IgnoreError();
+  ForgetStaleLaunches(nodes);
+
+  ScalingPlan plan = PlanScaling(BuildInput(*cluster, nodes));
+  std::string reasons = absl::StrJoin(plan.reasons, "\n");
+  if (reasons != last_reasons_) {
+    for (const auto& r : plan.reasons) Decide(r);
+    last_reasons_ = reasons;
+  }
+  Execute(plan, *cluster, nodes);
+  last_plan_ = std::move(plan);
+  cluster_->PublishStatus(StatusJson().dump()).IgnoreError();
+  return absl::OkStatus();
+}
+
+nlohmann::json Autoscaler::StatusJson() const {
+  const auto now = now_();
+  nlohmann::json out;
+  out["cluster_name"] = options_.config.cluster_name;
+  out["nodes"] = last_nodes_;
+  nlohmann::json pending = nlohmann::json::object();
+  for (const auto& [id, launch] : launches_) pending[launch.node_type] = pending.value(launch.node_type, 0) + launch.count;
+  out["pending_launches"] = pending;
+  nlohmann::json decisions = nlohmann::json::array();
+  for (const auto& [at, what] : decisions_) decisions.push_back({{"ago_s", Seconds(now - at)}, {"what", what}});
+  out["decisions"] = decisions;
+  out["infeasible"] = last_plan_.infeasible;
+  if (!last_error_.empty()) out["error"] = last_error_;
+  return out;
+}
+
+}  // namespace orb::autoscaler

@@ -1,0 +1,106 @@
+// The workloads of the autoscaler tests: each asks for more than the cluster has, waits
+// for it to run, and prints one JSON line saying where it ran.
+//
+//   autoscale_driver --orb-address=HOST:PORT tasks N SECONDS
+//       N tasks of 1 CPU that each sleep SECONDS: {"tasks":N,"nodes":[...]}
+//   autoscale_driver --orb-address=HOST:PORT strict-spread N
+//       a STRICT_SPREAD placement group of N bundles of 1 CPU, then a task in each:
+//       {"bundles":N,"nodes":[...]}
+//   autoscale_driver --orb-address=HOST:PORT gpu-actor
+//       an actor needing GPU 1, asked for its node: {"gpu_actor_node":"..."}
+//   autoscale_driver --orb-address=HOST:PORT request CPUS
+//       orb::RequestResources(CPUS) and exit: {"requested_cpus":CPUS}
+// Exit status 0 when the work ran, 1 with the error on stderr otherwise.
+#include <orb/api.h>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+std::string SleepAndTell(double seconds) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  return orb::GetRuntimeContext().GetNodeId();
+}
+ORB_REMOTE(SleepAndTell);
+
+struct GpuUser {
+  static GpuUser* Create() { return new GpuUser(); }
+  std::string Node() { return orb::GetRuntimeContext().GetNodeId(); }
+};
+ORB_REMOTE(GpuUser::Create, &GpuUser::Node);
+
+namespace {
+
+std::string JsonList(const std::set<std::string>& items) {
+  std::string out = "[";
+  for (const auto& s : items) out += (out.size() > 1 ? ",\"" : "\"") + s + "\"";
+  return out + "]";
+}
+
+int Tasks(int n, double seconds) {
+  std::vector<orb::ObjectRef<std::string>> refs;
+  for (int i = 0; i < n; ++i) refs.push_back(orb::Task(SleepAndTell).SetResource("CPU", 1).Remote(seconds));
+  std::set<std::string> nodes;
+  for (auto& r : refs) nodes.insert(*orb::Get(r));
+  std::cout << "{\"tasks\":" << n << ",\"nodes\":" << JsonList(nodes) << "}" << std::endl;
+  return 0;
+}
+
+int StrictSpread(int n) {
+  std::vector<std::map<std::string, double>> bundles(n, {{"CPU", 1}});
+  orb::PlacementGroup pg = orb::CreatePlacementGroup({"", bundles, orb::PlacementStrategy::STRICT_SPREAD});
+  if (!pg.Wait(120)) {
+    std::cerr << "the STRICT_SPREAD group was not placed within 120 s" << std::endl;
+    return 1;
+  }
+  std::set<std::string> nodes;
+  for (int i = 0; i < n; ++i) {
+    nodes.insert(*orb::Get(orb::Task(SleepAndTell).SetResource("CPU", 1).SetPlacementGroup(pg, i).Remote(0.0)));
+  }
+  orb::RemovePlacementGroup(pg.GetID());
+  std::cout << "{\"bundles\":" << n << ",\"nodes\":" << JsonList(nodes) << "}" << std::endl;
+  return 0;
+}
+
+int GpuActor() {
+  auto actor = orb::Actor(GpuUser::Create).SetResource("GPU", 1).Remote();
+  std::string node = *orb::Get(actor.Task(&GpuUser::Node).Remote());
+  std::cout << "{\"gpu_actor_node\":\"" << node << "\"}" << std::endl;
+  actor.Kill();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  orb::Init(orb::Config(), argc, argv);
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind("--", 0) != 0) args.push_back(argv[i]);
+  }
+  int rc = 2;
+  try {
+    if (args.size() == 3 && args[0] == "tasks") {
+      rc = Tasks(std::stoi(args[1]), std::stod(args[2]));
+    } else if (args.size() == 2 && args[0] == "strict-spread") {
+      rc = StrictSpread(std::stoi(args[1]));
+    } else if (args.size() == 1 && args[0] == "gpu-actor") {
+      rc = GpuActor();
+    } else if (args.size() == 2 && args[0] == "request") {
+      orb::RequestResources(std::stoi(args[1]));
+      std::cout << "{\"requested_cpus\":" << args[1] << "}" << std::endl;
+      rc = 0;
+    } else {
+      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S | strict-spread N | gpu-actor | request CPUS"
+                << std::endl;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "autoscale_driver: " << e.what() << std::endl;
+    rc = 1;
+  }
+  orb::Shutdown();
+  return rc;
+}
