@@ -25,8 +25,69 @@ int64_t Seconds(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
-Autoscaler::Autoscaler(AutoscalerOptions options, NodeProvider* provider, ClusterStateSource* cluster, Clock now)
-    : options_(std::move(options)), provider_(provider), cluster_(cluster), now_(std::move(now)) {}
+Autoscaler::Autoscaler(AutoscalerOptions options, NodeProvider* provider, ClusterStateSource* cluster, Clock now,
+                       UtilisationSource* utilisation)
+    : options_(std::move(options)), provider_(provider), cluster_(cluster), now_(std::move(now)), utilisation_(utilisation) {
+  if (!options_.config.metric_rules.empty()) {
+    std::vector<NodeTypeLimits> types;
+    for (const auto& t : options_.config.node_types) {
+      if (t.name != options_.config.head_node_type) {
+        types.push_back({t.name, ResourceSet::FromMap(t.resources), t.min_workers, t.max_workers});
+      }
+    }
+    rules_ = std::make_unique<MetricRules>(options_.config.metric_rules, std::move(types));
+  }
+}
+
+void Autoscaler::ApplyMetricRules(const std::vector<std::string>& oom_killed_types, ScalingInput* input) {
+  MetricObservation seen;
+  seen.now = now_();
+  seen.oom_killed_types = oom_killed_types;
+  // Per node type: what its nodes hold and use of their main resource (GPU, else CPU).
+  std::map<std::string, std::pair<double, double>> used_of_total;
+  std::map<std::string, std::map<std::string, double>> capacity_by_type;  // type ("" for others) → resource → total
+  for (const auto& n : input->nodes) {
+    if (!n.node_type.empty()) seen.nodes[n.node_type]++;
+    if (n.launching) continue;
+    for (const std::string r : {"CPU", "GPU"}) {
+      double total = n.total.Get(r);
+      capacity_by_type[n.node_type][r] += total;
+      seen.demand[r] += total - n.available.Get(r);
+    }
+    if (!n.node_type.empty()) {
+      std::string r = rules_->MainResource(n.node_type);
+      used_of_total[n.node_type].first += n.total.Get(r) - n.available.Get(r);
+      used_of_total[n.node_type].second += n.total.Get(r);
+    }
+  }
+  for (const auto& q : input->queued) {
+    for (const std::string r : {"CPU", "GPU"}) seen.demand[r] += q.shape.Get(r) * static_cast<double>(q.count);
+  }
+  for (const auto& t : input->types) {
+    for (const auto& [type, amounts] : capacity_by_type) {
+      if (type == t.name) continue;
+      for (const auto& [r, amount] : amounts) seen.capacity_without_type[t.name][r] += amount;
+    }
+  }
+  if (utilisation_) {
+    auto read = utilisation_->Read();
+    if (read.ok()) {
+      for (const auto& t : input->types) {
+        auto it = read->find(t.name);
+        if (it == read->end()) it = read->find("");  // a sample without the type label: every type
+        if (it != read->end()) seen.utilisation[t.name] = it->second;
+      }
+    } else if (last_error_.empty()) {
+      last_error_ = "metric rules: " + read.status().ToString();
+      spdlog::warn("autoscaler: {}", last_error_);
+    }
+  } else {
+    for (const auto& [type, ut] : used_of_total) {
+      if (ut.second > 0) seen.utilisation[type] = 100.0 * ut.first / ut.second;
+    }
+  }
+  for (const auto& d : rules_->Apply(seen, input)) Decide(d);
+}
 
 void Autoscaler::Decide(const std::string& what) {
   spdlog::info("autoscaler: {}", what);
@@ -182,14 +243,17 @@ absl::Status Autoscaler::Update() {
   auto listed = provider_->ListNodes();
   if (!listed.ok()) return fail(absl::Status(listed.status().code(), "cannot list the provider's nodes: " + listed.status().ToString()));
   last_error_.clear();
+  ForgetStaleLaunches(*listed);  // failed nodes included: they did appear
 
   std::vector<ProviderNode> nodes;
   std::vector<std::string> failed;
+  std::vector<std::string> oom_killed_types;
   const auto now = now_();
   for (auto& n : *listed) {
     if (n.state == ProviderNodeState::kFailed && n.kind == NodeKind::kWorker) {
       Decide(absl::StrCat("terminate ", n.id, " (", n.node_type, "): failed: ", n.failure));
       failed.push_back(n.id);
+      if (n.failure.find("OOMKilled") != std::string::npos) oom_killed_types.push_back(n.node_type);
       continue;
     }
     auto seen = first_seen_.find(n.id);
@@ -203,9 +267,10 @@ absl::Status Autoscaler::Update() {
     nodes.push_back(std::move(n));
   }
   if (!failed.empty()) provider_->TerminateNodes(failed).IgnoreError();
-  ForgetStaleLaunches(nodes);
 
-  ScalingPlan plan = PlanScaling(BuildInput(*cluster, nodes));
+  ScalingInput input = BuildInput(*cluster, nodes);
+  if (rules_) ApplyMetricRules(oom_killed_types, &input);
+  ScalingPlan plan = PlanScaling(input);
   std::string reasons = absl::StrJoin(plan.reasons, "\n");
   if (reasons != last_reasons_) {
     for (const auto& r : plan.reasons) Decide(r);

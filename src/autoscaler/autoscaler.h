@@ -5,6 +5,10 @@
 // raylet first (a node that has become busy is kept). Every decision is logged with its
 // reason and kept for `orb status` (published to the GCS each round).
 //
+// The metric rules of the config (metric_rules.h) adjust the planner's input each round,
+// with utilisation from `utilisation` (a Prometheus server) or, when it is null, from
+// the nodes' own reports.
+//
 // The clock is injected (Now), so tests drive idle timeouts of minutes in seconds.
 // Single-threaded: call Update from one thread.
 #pragma once
@@ -19,6 +23,8 @@
 
 #include "autoscaler/cluster_config.h"
 #include "autoscaler/cluster_state.h"
+#include "autoscaler/metric_rules.h"
+#include "autoscaler/prometheus_source.h"
 #include "autoscaler/scaling_planner.h"
 #include "k8s_provider/node_provider.h"
 
@@ -38,7 +44,8 @@ struct AutoscalerOptions {
 
 class Autoscaler {
  public:
-  Autoscaler(AutoscalerOptions options, NodeProvider* provider, ClusterStateSource* cluster, Clock now);
+  Autoscaler(AutoscalerOptions options, NodeProvider* provider, ClusterStateSource* cluster, Clock now,
+             UtilisationSource* utilisation = nullptr);
 
   // One round. Errors from the cluster or the provider end the round early (the next
   // one tries again); the error is returned and recorded.
@@ -60,11 +67,14 @@ class Autoscaler {
   ScalingInput BuildInput(const ClusterState& cluster, const std::vector<ProviderNode>& nodes);
   void Execute(const ScalingPlan& plan, const ClusterState& cluster, const std::vector<ProviderNode>& nodes);
   void ForgetStaleLaunches(const std::vector<ProviderNode>& nodes);
+  void ApplyMetricRules(const std::vector<std::string>& oom_killed_types, ScalingInput* input);
 
   AutoscalerOptions options_;
   NodeProvider* provider_;
   ClusterStateSource* cluster_;
   Clock now_;
+  UtilisationSource* utilisation_;
+  std::unique_ptr<MetricRules> rules_;  // null without metric_rules
 
   std::map<std::string, Launch> launches_;  // by request ID
   std::map<std::string, std::chrono::steady_clock::time_point> idle_since_;    // by provider node ID

@@ -39,6 +39,11 @@ int Main(int argc, char** argv) {
   app.add_option("--token-file", token_file, "file holding the cluster token");
   app.add_option("--session-dir", session_dir, "the session directory (local nodes' records and logs)");
   app.add_option("--log-file", log_file, "log here instead of stderr");
+  double speedup = 1;
+  app.add_option("--clock-speedup", speedup,
+                 "run the autoscaler's clock this many times faster than real time (tests and demos of the "
+                 "metric rules: 60 makes a 5-minute rule fire in 5 s)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   InitLogging("autoscaler", log_file);
   auto fail = [](const std::string& why) {
@@ -77,9 +82,20 @@ int Main(int argc, char** argv) {
   auto provider = NewNodeProvider(*config, where);
   if (!provider.ok()) return fail(std::string(provider.status().message()));
   auto cluster = NewGcsClusterState(address, token);
+  std::unique_ptr<UtilisationSource> utilisation;
+  if (config->metric_rules.prometheus) {
+    auto source = NewPrometheusSource(*config->metric_rules.prometheus);
+    if (!source.ok()) return fail(std::string(source.status().message()));
+    utilisation = std::move(*source);
+  }
   AutoscalerOptions options;
   options.config = *config;
-  Autoscaler autoscaler(options, provider->get(), cluster.get(), [] { return std::chrono::steady_clock::now(); });
+  const auto started = std::chrono::steady_clock::now();
+  Clock clock = [started, speedup] {
+    auto real = std::chrono::steady_clock::now() - started;
+    return started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(real * speedup);
+  };
+  Autoscaler autoscaler(options, provider->get(), cluster.get(), clock, utilisation.get());
   spdlog::info("autoscaler for cluster {} ({} provider) started; GCS {}", config->cluster_name, config->provider.type,
                address);
   std::cout << "autoscaler running for cluster " << config->cluster_name << std::endl;

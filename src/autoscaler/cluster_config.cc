@@ -134,6 +134,108 @@ absl::Status ReadProvider(const Reader& r, const YAML::Node& node, ProviderConfi
   return absl::OkStatus();
 }
 
+std::chrono::milliseconds Millis(double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); }
+
+absl::Status ReadSeconds(const Reader& r, const YAML::Node& map, const std::string& key, const std::string& where,
+                         std::chrono::milliseconds* out) {
+  double seconds = -1;
+  RETURN_IF_ERROR(r.Get(map, key, where, &seconds));
+  if (map[key] && seconds <= 0) return r.Error(map[key], where + "." + key + " must be above 0");
+  if (seconds > 0) *out = Millis(seconds);
+  return absl::OkStatus();
+}
+
+// A list of rules, each a mapping read by `read`.
+template <class Rule, class Read>
+absl::Status ReadRuleList(const Reader& r, const YAML::Node& node, const std::string& where, Read read,
+                          std::vector<Rule>* out) {
+  if (!node) return absl::OkStatus();
+  if (!node.IsSequence()) return r.Error(node, where + " must be a list of rules");
+  for (size_t i = 0; i < node.size(); ++i) {
+    Rule rule;
+    std::string at = where + "[" + std::to_string(i) + "]";
+    RETURN_IF_ERROR(read(node[i], at, &rule));
+    if (rule.node_type.empty()) return r.Error(node[i], at + ".node_type is required");
+    out->push_back(std::move(rule));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadMetricRules(const Reader& r, const YAML::Node& node, MetricRulesConfig* m) {
+  if (!node) return absl::OkStatus();
+  RETURN_IF_ERROR(r.CheckKeys(node, "metric_rules", {"prometheus", "scale_out", "scale_in", "replace_on_oom", "forecast"}));
+  if (YAML::Node p = node["prometheus"]) {
+    RETURN_IF_ERROR(r.CheckKeys(p, "metric_rules.prometheus", {"url", "query", "type_label"}));
+    PrometheusConfig prom;
+    RETURN_IF_ERROR(r.Get(p, "url", "metric_rules.prometheus", &prom.url));
+    if (prom.url.empty()) return r.Error(p, "metric_rules.prometheus.url is required");
+    RETURN_IF_ERROR(r.Get(p, "query", "metric_rules.prometheus", &prom.query));
+    RETURN_IF_ERROR(r.Get(p, "type_label", "metric_rules.prometheus", &prom.type_label));
+    m->prometheus = prom;
+  }
+  RETURN_IF_ERROR(ReadRuleList<ScaleOutRule>(
+      r, node["scale_out"], "metric_rules.scale_out",
+      [&](const YAML::Node& n, const std::string& at, ScaleOutRule* rule) -> absl::Status {
+        RETURN_IF_ERROR(r.CheckKeys(n, at, {"node_type", "utilisation_above", "for_s", "add_nodes"}));
+        RETURN_IF_ERROR(r.Get(n, "node_type", at, &rule->node_type));
+        RETURN_IF_ERROR(r.Get(n, "utilisation_above", at, &rule->utilisation_above));
+        RETURN_IF_ERROR(ReadSeconds(r, n, "for_s", at, &rule->for_time));
+        RETURN_IF_ERROR(r.Get(n, "add_nodes", at, &rule->add_nodes));
+        if (rule->add_nodes < 1) return r.Error(n["add_nodes"], at + ".add_nodes must be at least 1");
+        return absl::OkStatus();
+      },
+      &m->scale_out));
+  RETURN_IF_ERROR(ReadRuleList<ScaleInRule>(
+      r, node["scale_in"], "metric_rules.scale_in",
+      [&](const YAML::Node& n, const std::string& at, ScaleInRule* rule) -> absl::Status {
+        RETURN_IF_ERROR(r.CheckKeys(n, at, {"node_type", "utilisation_below", "for_s"}));
+        RETURN_IF_ERROR(r.Get(n, "node_type", at, &rule->node_type));
+        RETURN_IF_ERROR(r.Get(n, "utilisation_below", at, &rule->utilisation_below));
+        return ReadSeconds(r, n, "for_s", at, &rule->for_time);
+      },
+      &m->scale_in));
+  if (YAML::Node o = node["replace_on_oom"]) {
+    RETURN_IF_ERROR(r.CheckKeys(o, "metric_rules.replace_on_oom", {"oom_kills", "window_s"}));
+    OomRule rule;
+    RETURN_IF_ERROR(r.Get(o, "oom_kills", "metric_rules.replace_on_oom", &rule.oom_kills));
+    if (rule.oom_kills < 1) return r.Error(o["oom_kills"], "metric_rules.replace_on_oom.oom_kills must be at least 1");
+    RETURN_IF_ERROR(ReadSeconds(r, o, "window_s", "metric_rules.replace_on_oom", &rule.window));
+    m->replace_on_oom = rule;
+  }
+  return ReadRuleList<ForecastRule>(
+      r, node["forecast"], "metric_rules.forecast",
+      [&](const YAML::Node& n, const std::string& at, ForecastRule* rule) -> absl::Status {
+        RETURN_IF_ERROR(r.CheckKeys(n, at, {"node_type", "sample_s", "season_s", "horizon_s", "alpha", "beta", "gamma"}));
+        RETURN_IF_ERROR(r.Get(n, "node_type", at, &rule->node_type));
+        RETURN_IF_ERROR(ReadSeconds(r, n, "sample_s", at, &rule->sample));
+        RETURN_IF_ERROR(ReadSeconds(r, n, "season_s", at, &rule->season));
+        RETURN_IF_ERROR(ReadSeconds(r, n, "horizon_s", at, &rule->horizon));
+        RETURN_IF_ERROR(r.Get(n, "alpha", at, &rule->alpha));
+        RETURN_IF_ERROR(r.Get(n, "beta", at, &rule->beta));
+        RETURN_IF_ERROR(r.Get(n, "gamma", at, &rule->gamma));
+        for (double f : {rule->alpha, rule->beta, rule->gamma}) {
+          if (f < 0 || f > 1) return r.Error(n, at + ": alpha, beta and gamma must be between 0 and 1");
+        }
+        if (rule->season < rule->sample) return r.Error(n, at + ": season_s must be at least sample_s");
+        return absl::OkStatus();
+      },
+      &m->forecast);
+}
+
+// Every rule names a node type of the config.
+absl::Status CheckRuleTypes(const Reader& r, const YAML::Node& root, const ClusterConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& rule : c.metric_rules.scale_out) names.push_back(rule.node_type);
+  for (const auto& rule : c.metric_rules.scale_in) names.push_back(rule.node_type);
+  for (const auto& rule : c.metric_rules.forecast) names.push_back(rule.node_type);
+  for (const auto& name : names) {
+    if (!c.FindType(name) || name == c.head_node_type) {
+      return r.Error(root["metric_rules"], "metric_rules: '" + name + "' is not a worker node type of available_node_types");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const NodeTypeConfig* ClusterConfig::FindType(const std::string& name) const {
@@ -165,7 +267,8 @@ absl::StatusOr<ClusterConfig> ParseClusterConfig(const std::string& text, const 
   ClusterConfig c;
   RETURN_IF_ERROR(r.CheckKeys(root, "the cluster config",
                               {"cluster_name", "max_workers", "upscaling_speed", "idle_timeout_s", "idle_timeout_minutes",
-                               "update_interval_s", "provider", "head_node_type", "available_node_types", "head_port"}));
+                               "update_interval_s", "provider", "head_node_type", "available_node_types", "head_port",
+                               "metric_rules"}));
   RETURN_IF_ERROR(r.Get(root, "cluster_name", "config", &c.cluster_name));
   if (c.cluster_name.empty()) return r.Error(root, "cluster_name is required");
   for (char ch : c.cluster_name) {
@@ -202,6 +305,8 @@ absl::StatusOr<ClusterConfig> ParseClusterConfig(const std::string& text, const 
   if (!c.FindType(c.head_node_type)) {
     return r.Error(root["head_node_type"], "head_node_type '" + c.head_node_type + "' is not in available_node_types");
   }
+  RETURN_IF_ERROR(ReadMetricRules(r, root["metric_rules"], &c.metric_rules));
+  RETURN_IF_ERROR(CheckRuleTypes(r, root, c));
   return c;
 }
 

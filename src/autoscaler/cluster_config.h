@@ -23,6 +23,12 @@
 //       min_workers: 0
 //       max_workers: 4
 //       pod_template: {spec: {...}}  # kubernetes: any Pod fields
+//   metric_rules:               # see metric_rules.h
+//     prometheus: {url: http://prometheus:9090, query: 'avg by (node_type) (DCGM_FI_DEV_GPU_UTIL)'}
+//     scale_out: [{node_type: gpu_worker, utilisation_above: 80, for_s: 300, add_nodes: 1}]
+//     scale_in: [{node_type: gpu_worker, utilisation_below: 0, for_s: 1800}]
+//     replace_on_oom: {oom_kills: 3, window_s: 600}
+//     forecast: [{node_type: cpu_worker, sample_s: 60, season_s: 86400, horizon_s: 600}]
 //
 // Unknown keys and wrong types are errors naming the file, line and key.
 #pragma once
@@ -35,6 +41,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "autoscaler/metric_rules.h"
 #include "common/resources.h"
 
 namespace orb::autoscaler {
@@ -68,6 +75,7 @@ struct ClusterConfig {
   std::string head_node_type;
   std::vector<NodeTypeConfig> node_types;  // in the file's order
   int head_port = 6379;
+  MetricRulesConfig metric_rules;
 
   const NodeTypeConfig* FindType(const std::string& name) const;
   // available_node_types as the JSON the raylets read (common/node_types.h), so work

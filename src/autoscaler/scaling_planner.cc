@@ -120,40 +120,56 @@ class Planner {
     }
   }
 
-  // The node type to add for `shape`, or -1 (and why, in `why_not`).
+  // The node type to add for `shape`, or -1 (and why, in `why_not`); `waiting` is the
+  // demand still to place, this shape's remaining copies first. Types with GPUs
+  // are kept for work that needs GPUs (work that does not may still use what a GPU
+  // node has left).
   int ChooseType(const ResourceSet& shape, const std::vector<ShapeDemand>& waiting, std::string* why_not) {
     int best = -1;
-    bool best_waste = true;
-    double best_util = -1;
+    std::pair<double, int64_t> best_score{-1, 0};
     bool any_fits = false;
+    bool only_gpu_types = false;
     for (size_t t = 0; t < in_.types.size(); ++t) {
       const auto& type = in_.types[t];
       if (!type.resources.Contains(shape) || type.max_workers <= 0) continue;
+      if (NeedsGpu(type.resources) && !NeedsGpu(shape)) {
+        only_gpu_types = true;
+        continue;
+      }
       any_fits = true;
       if (!HasQuota(static_cast<int>(t))) continue;
-      bool waste = NeedsGpu(type.resources) && !NeedsGpu(shape);
-      double util = Utilisation(type.resources, shape, waiting);
-      if (best < 0 || (!waste && best_waste) || (waste == best_waste && util > best_util + 1e-12)) {
+      auto score = Utilisation(type.resources, waiting);
+      bool better = score.first > best_score.first + 1e-9 ||
+                    (score.first > best_score.first - 1e-9 && score.second > best_score.second);
+      if (best < 0 || better) {
         best = static_cast<int>(t);
-        best_waste = waste;
-        best_util = util;
+        best_score = score;
       }
     }
     if (best < 0) {
-      *why_not = any_fits ? (managed_ >= in_.max_workers ? "the cluster is at max_workers " + std::to_string(in_.max_workers)
-                                                         : "every node type that fits is at its max_workers")
-                          : "no node type has " + shape.ToString();
+      if (any_fits) {
+        *why_not = managed_ >= in_.max_workers ? "the cluster is at max_workers " + std::to_string(in_.max_workers)
+                                               : "every node type that fits is at its max_workers";
+      } else if (only_gpu_types) {
+        *why_not = "only node types with GPUs could hold it, and they are kept for work that needs GPUs";
+      } else {
+        *why_not = "no node type has " + shape.ToString();
+      }
     }
     return best;
   }
 
-  // Average use of a node of `resources` once `first` and the waiting shapes are packed.
-  static double Utilisation(const ResourceSet& resources, const ResourceSet& first, const std::vector<ShapeDemand>& waiting) {
+  // How well a node of `resources` would be used by the waiting shapes: the average
+  // use of its resources once they are packed onto it, then how many it takes (so of
+  // two types used equally well, the one that needs fewer nodes).
+  static std::pair<double, int64_t> Utilisation(const ResourceSet& resources, const std::vector<ShapeDemand>& waiting) {
     ResourceSet avail = resources;
-    avail.Subtract(first);
+    int64_t placed = 0;
     for (size_t i = 0; i < waiting.size() && i < kScoredShapes; ++i) {
       int64_t k = std::min(HowMany(avail, waiting[i].shape), waiting[i].count);
-      if (k > 0) avail.Subtract(Times(waiting[i].shape, k));
+      if (k <= 0) continue;
+      avail.Subtract(Times(waiting[i].shape, k));
+      placed += k;
     }
     double sum = 0;
     int n = 0;
@@ -161,7 +177,7 @@ class Planner {
       sum += 1.0 - avail.GetById(id) / total;
       n++;
     });
-    return n ? sum / n : 0;
+    return {n ? sum / n : 0, placed};
   }
 
   void ReportUnplaced(const ResourceSet& shape, int64_t count, const std::string& what, const std::string& why) {
@@ -183,7 +199,9 @@ class Planner {
     }
     while (count > 0) {
       std::string why;
-      int t = ChooseType(shape, waiting, &why);
+      std::vector<ShapeDemand> demand = {{shape, count}};
+      demand.insert(demand.end(), waiting.begin(), waiting.end());
+      int t = ChooseType(shape, demand, &why);
       if (t < 0) return ReportUnplaced(shape, count, what, why);
       Bin& b = Launch(t, what);
       int64_t k = std::min(HowMany(b.avail, shape), count);
@@ -210,7 +228,7 @@ class Planner {
       }
       if (placed) continue;
       std::string why;
-      int t = ChooseType(bundle, {}, &why);
+      int t = ChooseType(bundle, {{bundle, 1}}, &why);
       if (t < 0) {
         ReportUnplaced(bundle, 1, "requested resources", why);
         continue;
@@ -243,7 +261,7 @@ class Planner {
           }
           if (placed) continue;
           std::string why;
-          int t = ChooseType(bundle, {}, &why);
+          int t = ChooseType(bundle, {{bundle, 1}}, &why);
           if (t < 0) {
             ReportUnplaced(bundle, 1, what + " (STRICT_SPREAD)", why);
             continue;

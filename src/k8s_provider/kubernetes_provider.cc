@@ -37,6 +37,14 @@ std::optional<ProviderNode> ProviderNodeFromPod(const nlohmann::json& pod) {
     node.state = ProviderNodeState::kFailed;
     node.failure = absl::StrCat("pod ", phase, status.contains("reason") ? ": " + status.value("reason", "") : "",
                                 status.contains("message") ? " " + status.value("message", "") : "");
+    // Why its container ended, e.g. OOMKilled (the autoscaler's replace_on_oom rule).
+    for (const auto& c : status.value("containerStatuses", nlohmann::json::array())) {
+      const auto& terminated = c.value("state", nlohmann::json::object()).value("terminated", nlohmann::json::object());
+      if (terminated.contains("reason")) {
+        absl::StrAppend(&node.failure, " (container ", c.value("name", "?"), ": ", terminated.value("reason", ""),
+                        ", exit code ", terminated.value("exitCode", 0), ")");
+      }
+    }
   } else {
     node.state = ProviderNodeState::kPending;
   }
