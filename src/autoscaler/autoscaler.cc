@@ -137,6 +137,7 @@ ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vect
     p.key = it != by_id.end() ? c.provider_node_id : c.node_id;
     p.node_type = managed ? it->second->node_type : "";
     if (it != by_id.end()) joined.insert(c.provider_node_id);
+    if (managed) failures_.erase(it->second->node_type);  // a node of the type works
     p.total = c.total;
     p.available = c.available;
     live_keys.insert(p.key);
@@ -198,10 +199,13 @@ void Autoscaler::Execute(const ScalingPlan& plan, const ClusterState& cluster, c
     launch.node_type = type;
     launch.count = count;
     launch.request_id = absl::StrCat(options_.config.cluster_name, "-", next_launch_++, "-", RandomTag());
+    auto why = plan.launch_reasons.find(type);
+    Decide(absl::StrCat("launch ", count, " x ", type, " (", why == plan.launch_reasons.end() ? "" : why->second,
+                        ") as ", launch.request_id));
     absl::Status s = provider_->CreateNodes(launch);
     if (!s.ok()) {
       // Nodes it did make carry the launch's label: the next round counts them.
-      Decide(absl::StrCat("launching ", count, " x ", type, " failed: ", s.message()));
+      Decide(absl::StrCat("launch ", launch.request_id, " failed: ", s.message()));
       continue;
     }
     launches_[launch.request_id] = {type, count, now_()};
@@ -231,6 +235,25 @@ void Autoscaler::Execute(const ScalingPlan& plan, const ClusterState& cluster, c
   (void)nodes;
 }
 
+void Autoscaler::HoldBackFailedTypes(ScalingInput* input) {
+  const auto now = now_();
+  std::map<std::string, int> have;
+  for (const auto& n : input->nodes) have[n.node_type]++;
+  for (auto& t : input->types) {
+    auto f = failures_.find(t.name);
+    if (f == failures_.end() || f->second.in_a_row == 0 || now >= f->second.retry_at) continue;
+    // No new nodes of this type until retry_at: its limit is what it has.
+    t.max_workers = std::min(t.max_workers, have[t.name]);
+    t.min_workers = std::min(t.min_workers, t.max_workers);
+    std::string why = absl::StrCat(t.name, ": ", f->second.in_a_row, " node(s) failed in a row (last: ", f->second.last,
+                                   "); launching again in ", Seconds(f->second.retry_at - now) + 1, " s");
+    if (why.substr(0, why.rfind(';')) != held_back_[t.name]) {
+      Decide(why);
+      held_back_[t.name] = why.substr(0, why.rfind(';'));
+    }
+  }
+}
+
 absl::Status Autoscaler::Update() {
   auto fail = [this](const absl::Status& s) {
     if (last_error_ != s.ToString()) spdlog::warn("autoscaler: {}", s.ToString());
@@ -253,6 +276,11 @@ absl::Status Autoscaler::Update() {
     if (n.state == ProviderNodeState::kFailed && n.kind == NodeKind::kWorker) {
       Decide(absl::StrCat("terminate ", n.id, " (", n.node_type, "): failed: ", n.failure));
       failed.push_back(n.id);
+      TypeFailures& f = failures_[n.node_type];
+      f.in_a_row++;
+      f.last = n.failure;
+      auto pause = options_.failure_backoff * (1LL << std::min(f.in_a_row - 1, 16));
+      f.retry_at = now + std::min<std::chrono::milliseconds>(pause, options_.max_failure_backoff);
       if (n.failure.find("OOMKilled") != std::string::npos) oom_killed_types.push_back(n.node_type);
       continue;
     }
@@ -270,6 +298,7 @@ absl::Status Autoscaler::Update() {
 
   ScalingInput input = BuildInput(*cluster, nodes);
   if (rules_) ApplyMetricRules(oom_killed_types, &input);
+  HoldBackFailedTypes(&input);
   ScalingPlan plan = PlanScaling(input);
   std::string reasons = absl::StrJoin(plan.reasons, "\n");
   if (reasons != last_reasons_) {

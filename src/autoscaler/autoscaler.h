@@ -40,6 +40,11 @@ struct AutoscalerOptions {
   // A node the provider runs whose raylet has not joined by then is terminated.
   std::chrono::milliseconds join_timeout{std::chrono::minutes(10)};
   size_t decisions_kept = 50;
+  // After a node of a type fails, that type is launched again only after a pause that
+  // doubles with each failure in a row (up to the maximum) and resets once a node of
+  // the type joins: a broken image or template does not make a pod a second.
+  std::chrono::milliseconds failure_backoff{std::chrono::seconds(5)};
+  std::chrono::milliseconds max_failure_backoff{std::chrono::minutes(5)};
 };
 
 class Autoscaler {
@@ -76,7 +81,16 @@ class Autoscaler {
   UtilisationSource* utilisation_;
   std::unique_ptr<MetricRules> rules_;  // null without metric_rules
 
+  struct TypeFailures {
+    int in_a_row = 0;
+    std::chrono::steady_clock::time_point retry_at;
+    std::string last;
+  };
+  void HoldBackFailedTypes(ScalingInput* input);
+
   std::map<std::string, Launch> launches_;  // by request ID
+  std::map<std::string, TypeFailures> failures_;  // by node type
+  std::map<std::string, std::string> held_back_;  // the last hold-back reported, by type
   std::map<std::string, std::chrono::steady_clock::time_point> idle_since_;    // by provider node ID
   std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;    // provider nodes not yet joined
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> decisions_;

@@ -58,8 +58,11 @@ class Planner {
     PackQueued();
     CapLaunches();
     ScaleIn();
-    for (const auto& [key, count] : launch_reasons_) {
-      plan_.reasons.push_back(absl::StrCat("launch ", count, " x ", key));
+    for (const auto& [type, whys] : launch_reasons_) {
+      if (!plan_.launch.count(type)) continue;  // capped away this round
+      std::string why;
+      for (const auto& [what, count] : whys) absl::StrAppend(&why, why.empty() ? "" : "; ", what);
+      plan_.launch_reasons[type] = why;
     }
     return std::move(plan_);
   }
@@ -107,7 +110,7 @@ class Planner {
     managed_++;
     count_[type.name]++;
     plan_.launch[type.name]++;
-    launch_reasons_[type.name + " (" + why + ")"]++;
+    launch_reasons_[type.name][why]++;
     bins_.push_back(std::move(b));
     return bins_.back();
   }
@@ -349,7 +352,7 @@ class Planner {
   std::vector<Bin> bins_;
   std::map<std::string, int> type_index_;
   std::map<std::string, int> count_;  // managed nodes per type, new ones included
-  std::map<std::string, int> launch_reasons_;
+  std::map<std::string, std::map<std::string, int>> launch_reasons_;  // type → why → nodes
   int managed_ = 0;
   int launching_ = 0;
   int new_nodes_ = 0;

@@ -80,8 +80,9 @@ struct ScalingInput {
 
 struct ScalingPlan {
   std::map<std::string, int> launch;    // node type → how many to add now
+  std::map<std::string, std::string> launch_reasons;  // node type → why, in words
   std::vector<std::string> terminate;   // PlannerNode keys
-  std::vector<std::string> reasons;     // one line per decision
+  std::vector<std::string> reasons;     // one line per other decision (terminations, what cannot be placed)
   std::vector<std::string> infeasible;  // shapes no node type can hold
 };
 

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   start_cmd->add_option("--autoscaling-config", start.autoscaling_config,
                         "head: YAML/JSON with available_node_types; work only such a node could run waits for one")
       ->check(CLI::ExistingFile);
-  start_cmd->add_option("--token", start.token, "cluster token when joining (default: $ORB_TOKEN, else the local session's)");
+  start_cmd->add_option("--token", start.token, "the cluster token (default: $ORB_TOKEN; else, joining, the local session's; else, a head, a new one)");
   start_cmd->add_option("--autoscale-config", start.autoscale_config,
                         "head: run the autoscaler with this cluster YAML (as `orb up` does)")
       ->check(CLI::ExistingFile);

@@ -98,7 +98,10 @@ int Start(const StartOptions& start) {
     if (!dir.ok()) return Fail(std::string(dir.status().message()));
     session = *dir;
     token_file = session + "/token";
-    if (auto s = WriteStringToFile(token_file, start.token.empty() ? GenerateToken() : start.token, 0600); !s.ok()) {
+    // The token: --token, else $ORB_TOKEN (a head pod's, from the cluster's Secret), else a new one.
+    const char* env_token = std::getenv("ORB_TOKEN");
+    std::string token = !start.token.empty() ? start.token : (env_token && *env_token ? env_token : GenerateToken());
+    if (auto s = WriteStringToFile(token_file, token, 0600); !s.ok()) {
       return Fail(std::string(s.message()));
     }
     std::string storage = o.storage_dir.empty() ? session + "/storage" : o.storage_dir;

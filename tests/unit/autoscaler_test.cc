@@ -129,20 +129,34 @@ TEST_CASE("idle nodes are drained and terminated after idle_timeout; busy ones a
   CHECK(h.cluster.published.find("keeping " + busy_one) != std::string::npos);
 }
 
-TEST_CASE("a failed node is terminated and the work it was for launches another", "[autoscaler]") {
+TEST_CASE("a failed node is terminated and replaced after a back-off that grows with failures", "[autoscaler]") {
   Harness h;
   h.cluster.state.nodes[0].queued = {{Cpus(2), 1}};
   h.Update();
   REQUIRE(h.provider.nodes.size() == 1);
   std::string first = h.provider.nodes[0].id;
   h.provider.nodes[0].state = ProviderNodeState::kFailed;
-  h.provider.nodes[0].failure = "pod Failed: OOMKilled";
+  h.provider.nodes[0].failure = "pod Failed (container orb: OOMKilled, exit code 137)";
   h.now += 1s;
   h.Update();
   CHECK(std::find(h.provider.terminated.begin(), h.provider.terminated.end(), first) != h.provider.terminated.end());
+  CHECK(h.provider.nodes.empty());  // not at once: a broken template must not make a pod a second
+  CHECK(h.cluster.published.find("OOMKilled") != std::string::npos);
+  CHECK(h.cluster.published.find("launching again in") != std::string::npos);
+  h.now += 6s;
+  h.Update();
   REQUIRE(h.provider.nodes.size() == 1);
   CHECK(h.provider.nodes[0].id != first);
-  CHECK(h.cluster.published.find("OOMKilled") != std::string::npos);
+  // It fails too: the pause doubles (10 s).
+  h.provider.nodes[0].state = ProviderNodeState::kFailed;
+  h.now += 1s;
+  h.Update();
+  h.now += 6s;
+  h.Update();
+  CHECK(h.provider.nodes.empty());
+  h.now += 5s;
+  h.Update();
+  CHECK(h.provider.nodes.size() == 1);
 }
 
 TEST_CASE("a provider that cannot list is reported and nothing is decided", "[autoscaler]") {

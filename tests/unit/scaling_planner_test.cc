@@ -41,6 +41,7 @@ TEST_CASE("queued 1-CPU work that the head cannot take adds 2-CPU nodes up to ma
   ScalingPlan plan = PlanScaling(in);
   CHECK(Launches(plan, "cpu") == 4);  // 10 CPUs wanted, 4 x 2 allowed
   CHECK(Launches(plan, "gpu") == 0);  // never a GPU node for CPU work
+  CHECK(plan.launch_reasons.at("cpu").find("queued {CPU: 1}") != std::string::npos);
   REQUIRE_FALSE(plan.reasons.empty());
   bool capped = false;
   for (const auto& r : plan.reasons) capped |= r.find("max_workers") != std::string::npos;
