@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# The autoscaler with the Kubernetes provider, end to end: `orb up` against a fake API
+# server whose kubelet runs each pod's command as a local process (so every raylet
+# really joins), with the real kubectl looking on.
+#   1. a head of 2 CPUs and a worker type of 2 CPUs (min 0, max 4): 12 one-second tasks
+#      of 1 CPU make worker pods, the tasks run on them, the pods go after idle_timeout;
+#   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
+#   3. an actor needing GPU 1 brings up a node of the GPU type;
+#   4. with faults (every third create's reply lost after the pod was made, 500s on
+#      creates and lists, dropped watches) the pods are exactly those the autoscaler
+#      launched: none doubled, none leaked, all gone after idle_timeout;
+#   5. `orb down` deletes every pod.
+#   k8s_autoscaler_test.sh BUILD_DIR
+set -euo pipefail
+BUILD=$(cd "$1" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+work=$(mktemp -d /tmp/orb-k8s-test-XXXXXX)
+export ORB_TEMP_DIR=$work/root
+mkdir -p "$ORB_TEMP_DIR" "$work/state"
+fake_pid=""
+cleanup() {
+  set +e
+  [[ -f $work/cluster.yaml ]] && timeout 60 "$BUILD/bin/orb" down "$work/cluster.yaml" >/dev/null 2>&1
+  [[ -n $fake_pid ]] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
+  timeout 20 "$BUILD/bin/orb" stop >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- fake API server log (tail)"; tail -30 "$work/fake.log" 2>/dev/null || true
+  echo "--- pods"; k get pods -L orb.io/node-type 2>&1 || true
+  echo "--- autoscaler log (tail)"; tail -40 "$ORB_TEMP_DIR"/session_latest/logs/autoscaler.log 2>/dev/null || true
+  exit 1
+}
+step() { echo; echo "== $*"; }
+
+# --- the fake API server and its kubelet (no token: kubectl sends none over plain http)
+"$PY" "$HERE/fake_apiserver.py" --port 0 --state-dir "$work/state" --kubelet --max-lifetime-s 900 \
+  --kubelet-env-passthrough ORB_TEMP_DIR >"$work/fake.log" 2>&1 &
+fake_pid=$!
+for _ in $(seq 100); do [[ -s $work/state/port ]] && break; sleep 0.1; done
+port=$(cat "$work/state/port")
+api="http://127.0.0.1:$port"
+cat >"$work/kubeconfig" <<EOF2
+apiVersion: v1
+kind: Config
+clusters: [{name: fake, cluster: {server: "$api"}}]
+users: [{name: tester, user: {token: unused-over-http}}]
+contexts: [{name: fake, context: {cluster: fake, user: tester, namespace: default}}]
+current-context: fake
+EOF2
+k() { timeout 60 kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 20s "$@"; }
+# kubectl while faults are injected: it meets the 500s too, so it tries again.
+kr() {
+  local i out
+  for i in 1 2 3 4 5 6; do
+    out=$(k "$@") && { printf '%s\n' "$out"; return 0; }
+    sleep 0.3
+  done
+  return 1
+}
+# Pods of a node type that are not being deleted.
+count() {
+  k get pods -l "orb.io/node-type=$1" -o json |
+    "$PY" -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin)["items"] if not p["metadata"].get("deletionTimestamp")))'
+}
+# All pods of the cluster, deleting ones included.
+count_all() { k get pods -l orb.io/cluster=k8stest -o json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))'; }
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+  local deadline=$((SECONDS + $1)) what=$2
+  shift 2
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "timed out waiting for $what"
+    sleep 0.5
+  done
+}
+workers_gone() { [[ $(count cpu_worker) == 0 && $(count gpu_worker) == 0 ]]; }
+
+head_port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/cluster.yaml" <<EOF2
+cluster_name: k8stest
+idle_timeout_s: 8
+update_interval_s: 0.5
+head_port: $head_port
+provider:
+  type: kubernetes
+  namespace: default
+  kubeconfig: $work/kubeconfig
+head_node_type: head
+available_node_types:
+  head:
+    resources: {CPU: 2}
+    pod_template: &pod
+      spec:
+        containers: [{name: orb, image: "orb:latest", command: ["$BUILD/bin/orb"]}]
+  cpu_worker:
+    resources: {CPU: 2}
+    min_workers: 0
+    max_workers: 4
+    pod_template: *pod
+  gpu_worker:
+    resources: {CPU: 2, GPU: 1}
+    min_workers: 0
+    max_workers: 1
+    pod_template: *pod
+EOF2
+gcs="127.0.0.1:$head_port"
+driver="$BUILD/tests/autoscale_driver"
+
+step "orb up: the head pod"
+timeout 120 "$BUILD/bin/orb" up "$work/cluster.yaml" || fail "orb up"
+k get pods -L orb.io/node-type,orb.io/node-kind
+[[ $(count head) == 1 && $(count cpu_worker) == 0 ]] || fail "after up: want only the head pod"
+
+step "12 one-second tasks of 1 CPU on a head of 2 CPUs"
+timeout 180 "$driver" --orb-address="$gcs" tasks 12 1 >"$work/tasks.json" &
+driver_pid=$!
+max_workers=0
+while kill -0 "$driver_pid" 2>/dev/null; do
+  n=$(count cpu_worker)
+  ((n > max_workers)) && max_workers=$n && k get pods -L orb.io/node-type
+  sleep 0.5
+done
+wait "$driver_pid" || fail "the tasks failed"
+cat "$work/tasks.json"
+nodes=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["nodes"]))' "$work/tasks.json")
+((nodes >= 2)) || fail "the tasks ran on $nodes node(s): worker pods did not take any"
+((max_workers >= 1 && max_workers <= 4)) || fail "$max_workers cpu_worker pods at most (want 1..4)"
+echo "tasks ran on $nodes nodes; $max_workers worker pods at most"
+wait_for 90 "idle worker pods to be deleted" workers_gone
+k get pods -L orb.io/node-type
+
+step "a STRICT_SPREAD group of 3 bundles on a one-node cluster"
+timeout 180 "$driver" --orb-address="$gcs" strict-spread 3 || fail "the STRICT_SPREAD group"
+k get pods -L orb.io/node-type
+[[ $(count cpu_worker) == 2 ]] || fail "want exactly 2 new nodes for the group, have $(count cpu_worker)"
+
+step "an actor needing GPU 1 (the head has none)"
+timeout 180 "$driver" --orb-address="$gcs" gpu-actor || fail "the GPU actor"
+k get pods -L orb.io/node-type
+[[ $(count gpu_worker) == 1 ]] || fail "want one gpu_worker pod, have $(count gpu_worker)"
+wait_for 90 "idle worker pods to be deleted" workers_gone
+
+step "faults: every 3rd create's reply lost after the pod is made, 500s, dropped watches"
+curl -sf -X DELETE "$api/_fake/stats" >/dev/null 2>&1 || true
+log="$ORB_TEMP_DIR/session_latest/logs/autoscaler.log"
+lines_before=$(wc -l <"$log")
+curl -sf -X POST "$api/_fake/faults" -H 'Content-Type: application/json' -d '{
+  "lose_create_reply_every": 3,
+  "status_every": [{"code": 500, "every": 4, "verbs": ["create", "list"]}],
+  "drop_watches_after_events": 4}' >/dev/null || fail "cannot set faults"
+# Watches open now were opened before the fault: cut them, so the provider's resumes meet it.
+curl -sf -X POST "$api/_fake/drop_watches" >/dev/null || fail "cannot drop watches"
+timeout 180 "$driver" --orb-address="$gcs" tasks 12 1 || fail "the tasks failed under faults"
+sleep 2  # let the last launches settle
+kr get pods -L orb.io/node-type,orb.io/launch-request
+tail -n +"$((lines_before + 1))" "$log" | grep -o 'launch [0-9]* x [a-z_]* (.*) as [a-z0-9-]*' >"$work/launches.txt" || true
+cat "$work/launches.txt"
+kr get pods -l orb.io/node-kind=worker -o json >"$work/pods.json"
+curl -sf "$api/_fake/faults" >"$work/faults.json"
+curl -sf "$api/_fake/stats" >"$work/stats.json"
+"$PY" - "$work/launches.txt" "$work/pods.json" "$work/faults.json" "$work/stats.json" <<'PYEOF' || fail "pods differ from launches"
+import collections, json, re, sys
+launches = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"launch (\d+) x (\S+) \(.*\) as (\S+)", line.strip())
+    launches[m.group(3)] = int(m.group(1))
+pods = [p for p in json.load(open(sys.argv[2]))["items"] if not p["metadata"].get("deletionTimestamp")]
+by_launch = collections.Counter(p["metadata"]["labels"].get("orb.io/launch-request") for p in pods)
+injected = json.load(open(sys.argv[3]))["injected"]
+print("launched:", launches, "pods by launch:", dict(by_launch), "injected:", injected)
+assert launches, "the autoscaler launched nothing under faults"
+assert injected.get("lost_replies", 0) >= 1, "no create reply was lost: the fault did not fire"
+assert injected.get("status_500", 0) >= 1, "no 500 was injected"
+assert injected.get("dropped_watches", 0) >= 1, "no watch was dropped"
+for launch, n in by_launch.items():
+    assert launch in launches, "pod of launch %s that the autoscaler never made (leaked)" % launch
+    assert n <= launches[launch], "launch %s has %d pods, %d wanted (doubled)" % (launch, n, launches[launch])
+assert sum(by_launch.values()) == sum(launches.values()), "pods %d != launched %d" % (sum(by_launch.values()), sum(launches.values()))
+PYEOF
+curl -sf -X DELETE "$api/_fake/faults" >/dev/null
+wait_for 90 "idle worker pods to be deleted after the faults" workers_gone
+k get pods -L orb.io/node-type
+
+step "orb down"
+timeout 120 "$BUILD/bin/orb" down "$work/cluster.yaml" || fail "orb down"
+[[ $(count_all) == 0 ]] || fail "pods left after orb down"
+k get pods
+if grep -q "Traceback" "$work/fake.log"; then
+  grep -A20 "Traceback" "$work/fake.log" | head -40
+  fail "the fake API server raised an exception"
+fi
+echo; echo "PASS"
