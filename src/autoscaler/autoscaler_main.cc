@@ -43,6 +43,7 @@ int Main(int argc, char** argv) {
   app.add_option("--clock-speedup", speedup,
                  "run the autoscaler's clock this many times faster than real time (tests and demos of the "
                  "metric rules: 60 makes a 5-minute rule fire in 5 s)")
+      ->envname("ORB_AUTOSCALER_CLOCK_SPEEDUP")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   InitLogging("autoscaler", log_file);

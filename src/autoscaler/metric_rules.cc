@@ -96,6 +96,8 @@ std::vector<std::string> MetricRules::Apply(const MetricObservation& seen, Scali
     timer.since = now;  // held for another for_s before it fires again
     if (floor <= floors_[rule.node_type]) continue;
     floors_[rule.node_type] = floor;
+    out_reasons_[rule.node_type] = absl::StrCat("metric rule: utilisation above ", Percent(rule.utilisation_above),
+                                                " for ", Secs(rule.for_time), " s");
     decisions.push_back(absl::StrCat("scale out ", rule.node_type, " to ", floor, " nodes: utilisation ", Percent(u->second),
                                      " above ", Percent(rule.utilisation_above), " for ", Secs(rule.for_time), " s"));
   }
@@ -120,6 +122,7 @@ std::vector<std::string> MetricRules::Apply(const MetricObservation& seen, Scali
   }
 
   std::map<std::string, int> forecast_floors;
+  std::map<std::string, std::string> why_floor;
   for (size_t i = 0; i < config_.forecast.size(); ++i) {
     const ForecastRule& rule = config_.forecast[i];
     Forecaster& f = forecasters_[i];
@@ -148,9 +151,12 @@ std::vector<std::string> MetricRules::Apply(const MetricObservation& seen, Scali
   }
 
   for (auto& t : input->types) {
-    int floor = std::max(floors_.count(t.name) ? floors_[t.name] : 0,
-                         forecast_floors.count(t.name) ? forecast_floors[t.name] : 0);
-    if (floor > t.min_workers) t.min_workers = std::min(floor, t.max_workers);
+    int from_rule = floors_.count(t.name) ? floors_[t.name] : 0;
+    int from_forecast = forecast_floors.count(t.name) ? forecast_floors[t.name] : 0;
+    int floor = std::max(from_rule, from_forecast);
+    if (floor <= t.min_workers) continue;
+    t.min_workers = std::min(floor, t.max_workers);
+    t.min_reason = from_rule >= from_forecast ? out_reasons_[t.name] : "metric rule: forecast demand";
   }
   for (const auto& [from, to] : replaced_) {
     if (to.empty()) continue;
@@ -169,7 +175,11 @@ std::vector<std::string> MetricRules::Apply(const MetricObservation& seen, Scali
     auto it = scaling_in_.find(node.node_type);
     bool rule_idle = it != scaling_in_.end() && it->second;
     bool replaced = replaced_.count(node.node_type) && !replaced_[node.node_type].empty();
-    if ((rule_idle || replaced) && node.idle_for.count() > 0) node.idle_for = std::max(node.idle_for, input->idle_timeout);
+    if ((rule_idle || replaced) && node.idle_for.count() > 0) {
+      node.idle_for = std::max(node.idle_for, input->idle_timeout);
+      node.scale_in_reason = rule_idle ? "metric rule: scale in to min_workers"
+                                       : "node type replaced by " + replaced_[node.node_type];
+    }
   }
   return decisions;
 }

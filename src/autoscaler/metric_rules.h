@@ -114,6 +114,7 @@ class MetricRules {
   std::vector<Timer> out_timers_;
   std::vector<Timer> in_timers_;
   std::map<std::string, int> floors_;           // from scale_out
+  std::map<std::string, std::string> out_reasons_;  // why, by type
   std::map<std::string, bool> scaling_in_;      // a scale_in rule holds
   std::map<std::string, std::string> replaced_;  // type → the larger type launched instead
   std::map<std::string, std::vector<std::chrono::steady_clock::time_point>> ooms_;

@@ -42,6 +42,7 @@ struct Bin {
   ResourceSet avail;
   ResourceSet total;
   std::chrono::milliseconds idle_for{0};
+  std::string scale_in_reason;
   bool touched = false;  // waiting work or a bundle was packed onto it
   bool keep = false;     // holds requested resources
 };
@@ -80,6 +81,7 @@ class Planner {
       b.total = node.total;
       b.avail = node.launching ? node.total : node.available;
       b.idle_for = node.idle_for;
+      b.scale_in_reason = node.scale_in_reason;
       if (b.managed) {
         managed_++;
         count_[node.node_type]++;
@@ -118,7 +120,8 @@ class Planner {
   void ApplyMinimums() {
     for (size_t t = 0; t < in_.types.size(); ++t) {
       while (count_[in_.types[t].name] < in_.types[t].min_workers && managed_ < in_.max_workers) {
-        Launch(static_cast<int>(t), "min_workers " + std::to_string(in_.types[t].min_workers));
+        Launch(static_cast<int>(t), in_.types[t].min_reason.empty() ? "min_workers " + std::to_string(in_.types[t].min_workers)
+                                                                    : in_.types[t].min_reason);
       }
     }
   }
@@ -341,9 +344,11 @@ class Planner {
       if (count_[type.name] <= type.min_workers) continue;
       count_[type.name]--;
       plan_.terminate.push_back(b->key);
-      plan_.reasons.push_back(absl::StrCat("terminate ", b->key, " (", type.name, "): idle for ",
-                                           b->idle_for.count() / 1000, " s (idle_timeout ",
-                                           in_.idle_timeout.count() / 1000, " s)"));
+      plan_.reasons.push_back(absl::StrCat("terminate ", b->key, " (", type.name, "): ",
+                                           b->scale_in_reason.empty()
+                                               ? absl::StrCat("idle for ", b->idle_for.count() / 1000, " s (idle_timeout ",
+                                                              in_.idle_timeout.count() / 1000, " s)")
+                                               : b->scale_in_reason));
     }
   }
 

@@ -43,6 +43,7 @@ struct NodeTypeLimits {
   ResourceSet resources;
   int min_workers = 0;
   int max_workers = 0;
+  std::string min_reason;  // why min_workers is what it is, when not the config's (a metric rule)
 };
 
 struct PlannerNode {
@@ -52,6 +53,7 @@ struct PlannerNode {
   ResourceSet total;
   ResourceSet available;
   std::chrono::milliseconds idle_for{0};  // how long it has been idle; 0 when busy
+  std::string scale_in_reason;  // set when a rule makes it go before idle_timeout
 };
 
 struct ShapeDemand {
