@@ -120,7 +120,8 @@ absl::Status ReadNodeType(const Reader& r, const std::string& name, const YAML::
 
 absl::Status ReadProvider(const Reader& r, const YAML::Node& node, ProviderConfig* p) {
   if (!node) return absl::OkStatus();
-  RETURN_IF_ERROR(r.CheckKeys(node, "provider", {"type", "namespace", "server", "kubeconfig", "context", "token_secret", "image"}));
+  RETURN_IF_ERROR(r.CheckKeys(node, "provider", {"type", "namespace", "server", "kubeconfig", "context", "token_secret", "service_account",
+                                                "image"}));
   RETURN_IF_ERROR(r.Get(node, "type", "provider", &p->type));
   if (p->type != "local" && p->type != "kubernetes") {
     return r.Error(node["type"], "provider.type must be 'local' or 'kubernetes', not '" + p->type + "'");
@@ -131,6 +132,7 @@ absl::Status ReadProvider(const Reader& r, const YAML::Node& node, ProviderConfi
   RETURN_IF_ERROR(r.Get(node, "context", "provider", &p->context));
   RETURN_IF_ERROR(r.Get(node, "token_secret", "provider", &p->token_secret));
   RETURN_IF_ERROR(r.Get(node, "image", "provider", &p->image));
+  RETURN_IF_ERROR(r.Get(node, "service_account", "provider", &p->service_account));
   return absl::OkStatus();
 }
 

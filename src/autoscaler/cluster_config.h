@@ -13,6 +13,7 @@
 //     kubeconfig: ~/.kube/config
 //     context: name
 //     token_secret: orb-cluster-token  # the Secret holding the cluster token
+//     service_account: orb-autoscaler  # the head pod's: may manage pods
 //     image: orb:latest
 //   head_node_type: head
 //   available_node_types:
@@ -62,6 +63,7 @@ struct ProviderConfig {
   std::string kubeconfig;
   std::string context;
   std::string token_secret = "orb-cluster-token";
+  std::string service_account = "orb-autoscaler";  // the head pod's (deploy/k8s/rbac.yaml)
   std::string image = "orb:latest";
 };
 

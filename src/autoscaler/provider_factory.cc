@@ -35,6 +35,7 @@ std::map<std::string, nlohmann::json> PodsForTypes(const ClusterConfig& config, 
     spec.gcs_address = gcs_address;
     spec.token_secret = config.provider.token_secret;
     spec.image = config.provider.image;
+    spec.service_account = config.provider.service_account;
     if (spec.kind == NodeKind::kHead) {
       // The head runs the autoscaler, which reads this same config from its env.
       spec.head_args = {"--port", std::to_string(config.head_port), "--autoscale-config-env", "ORB_CLUSTER_CONFIG"};

@@ -22,7 +22,7 @@ struct StartOptions {
 
 struct UpOptions {
   std::string config_path;
-  bool yes = true;
+  bool dry_run = false;  // check the config and print what would be made, make nothing
   int timeout_s = 300;  // how long to wait for the head and min_workers nodes
 };
 

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   auto* up_cmd = app.add_subcommand("up", "start a cluster from a cluster YAML: its head, the autoscaler, min_workers nodes");
   up_cmd->add_option("config", up.config_path, "the cluster YAML")->required()->check(CLI::ExistingFile);
   up_cmd->add_option("--timeout", up.timeout_s, "seconds to wait for the head and min_workers nodes");
+  up_cmd->add_flag("--dry-run", up.dry_run,
+                   "check the config and print what would be made (kubernetes: the pods, as a List for kubectl)");
   up_cmd->callback([&] { std::exit(orb::cli::Up(up)); });
 
   orb::cli::DownOptions down;

@@ -288,6 +288,32 @@ int DownKubernetes(const ClusterConfig& config, const DownOptions& options) {
   return 0;
 }
 
+// The pods `up` and the autoscaler would make, as a v1 List (kubectl apply -f - reads it).
+int PrintPods(const ClusterConfig& config, const std::string& yaml_text) {
+  KubernetesProviderOptions o;
+  o.cluster_name = config.cluster_name;
+  o.namespace_ = config.provider.namespace_;
+  o.watch = false;
+  o.pods = autoscaler::PodsForTypes(config, "$(ORB_HEAD_ADDRESS)", yaml_text);
+  KubeConfig unused;
+  unused.server = "http://127.0.0.1:1";
+  auto transport = NewHttpTransport(unused);
+  if (!transport.ok()) return Fail("up", transport.status().ToString());
+  KubernetesProvider provider(std::make_unique<KubeClient>(std::move(*transport), KubeRetryPolicy()), o);
+  nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
+  for (const auto& t : config.node_types) {
+    NodeLaunch launch;
+    launch.node_type = t.name;
+    launch.kind = t.name == config.head_node_type ? NodeKind::kHead : NodeKind::kWorker;
+    launch.request_id = "dry-run";
+    auto pod = provider.PodFor(launch);
+    if (!pod.ok()) return Fail("up", pod.status().ToString());
+    list["items"].push_back(*pod);
+  }
+  std::cout << list.dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int Up(const UpOptions& options) {
@@ -295,6 +321,11 @@ int Up(const UpOptions& options) {
   if (!text.ok()) return Fail("up", "cannot read " + options.config_path);
   auto config = autoscaler::ParseClusterConfig(*text, options.config_path);
   if (!config.ok()) return Fail("up", std::string(config.status().message()));
+  if (options.dry_run) {
+    if (config->provider.type == "kubernetes") return PrintPods(*config, *text);
+    std::cout << options.config_path << ": valid; a local head and " << MinWorkers(*config) << " node(s) to start\n";
+    return 0;
+  }
   if (config->provider.type == "local") return UpLocal(*config, options);
   return UpKubernetes(*config, *text, options);
 }

@@ -44,6 +44,18 @@ void AddResourceRequests(nlohmann::json& container, const std::map<std::string, 
   if (res.empty()) container.erase("resources");
 }
 
+void AddSharedMemory(nlohmann::json& podspec, nlohmann::json& container) {
+  auto& mounts = container["volumeMounts"];
+  if (!mounts.is_array()) mounts = nlohmann::json::array();
+  for (const auto& m : mounts) {
+    if (m.value("mountPath", "") == "/dev/shm") return;
+  }
+  mounts.push_back({{"name", "orb-shm"}, {"mountPath", "/dev/shm"}});
+  auto& volumes = podspec["volumes"];
+  if (!volumes.is_array()) volumes = nlohmann::json::array();
+  volumes.push_back({{"name", "orb-shm"}, {"emptyDir", {{"medium", "Memory"}}}});
+}
+
 }  // namespace
 
 std::vector<std::string> ResourceFlags(const std::map<std::string, double>& resources) {
@@ -106,6 +118,10 @@ nlohmann::json BuildOrbPod(const OrbPodSpec& spec) {
     c["args"] = args;
   }
   AddResourceRequests(c, spec.resources);
+  AddSharedMemory(podspec, c);
+  if (spec.kind == NodeKind::kHead && !spec.service_account.empty() && !podspec.contains("serviceAccountName")) {
+    podspec["serviceAccountName"] = spec.service_account;
+  }
   return pod;
 }
 

@@ -8,7 +8,10 @@
 //   the raylet to its pod), and `--head` with the head's flags for the head type;
 // - resource requests and limits (cpu, memory, nvidia.com/gpu) from the type's
 //   resources where the template sets none, so Kubernetes places the pod on a machine
-//   that has them.
+//   that has them;
+// - /dev/shm as a memory-backed emptyDir (the object store lives there; a container's
+//   own /dev/shm is 64 MiB), unless the template mounts something there;
+// - for the head, the service account the autoscaler runs as (`service_account`).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -32,6 +35,7 @@ struct OrbPodSpec {
   std::string image = "orb:latest";  // when the template's container names none
   std::vector<std::string> head_args;  // extra `orb start --head` flags (head only)
   std::map<std::string, std::string> extra_env;  // more env for the container
+  std::string service_account;  // head only: its pod's serviceAccountName when the template names none
 };
 
 nlohmann::json BuildOrbPod(const OrbPodSpec& spec);
