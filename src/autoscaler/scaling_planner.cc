@@ -193,8 +193,8 @@ class Planner {
   }
 
   // First fit of `count` copies of `shape` into the bins; then new nodes. `waiting`
-  // is what remains after this shape, for choosing node types.
-  void Pack(const ResourceSet& shape, int64_t count, const std::vector<ShapeDemand>& waiting, const std::string& what) {
+  // (`n_waiting` of them) is what remains after this shape, for choosing node types.
+  void Pack(const ResourceSet& shape, int64_t count, const ShapeDemand* waiting, size_t n_waiting, const std::string& what) {
     for (size_t i = 0; i < bins_.size() && count > 0; ++i) {
       Bin& b = bins_[i];
       int64_t k = std::min(HowMany(b.avail, shape), count);
@@ -206,7 +206,7 @@ class Planner {
     while (count > 0) {
       std::string why;
       std::vector<ShapeDemand> demand = {{shape, count}};
-      demand.insert(demand.end(), waiting.begin(), waiting.end());
+      demand.insert(demand.end(), waiting, waiting + std::min(n_waiting, kScoredShapes));
       int t = ChooseType(shape, demand, &why);
       if (t < 0) return ReportUnplaced(shape, count, what, why);
       Bin& b = Launch(t, what);
@@ -252,7 +252,7 @@ class Planner {
       case BundleStrategy::kStrictPack: {
         ResourceSet all;
         for (const auto& b : pg.bundles) all.Add(b);
-        return Pack(all, 1, {}, what + " (STRICT_PACK)");
+        return Pack(all, 1, nullptr, 0, what + " (STRICT_PACK)");
       }
       case BundleStrategy::kStrictSpread: {
         std::set<size_t> used;  // one bundle per node
@@ -281,7 +281,7 @@ class Planner {
       }
       case BundleStrategy::kPack:
       case BundleStrategy::kSpread:
-        for (const auto& bundle : pg.bundles) Pack(bundle, 1, {}, what);
+        for (const auto& bundle : pg.bundles) Pack(bundle, 1, nullptr, 0, what);
         return;
     }
   }
@@ -295,16 +295,26 @@ class Planner {
   }
 
   void PackQueued() {
+    // Equal shapes are packed together (lease requests of one task shape arrive from
+    // many nodes).
+    std::map<std::vector<std::pair<int, double>>, size_t> index;
     std::vector<ShapeDemand> queued;
     for (const auto& d : in_.queued) {
-      if (d.count > 0 && !d.shape.IsEmpty()) queued.push_back(d);
+      if (d.count <= 0 || d.shape.IsEmpty()) continue;
+      std::vector<std::pair<int, double>> key;
+      d.shape.ForEachId([&](int id, double amount) { key.emplace_back(id, amount); });
+      auto [it, fresh] = index.emplace(std::move(key), queued.size());
+      if (fresh) {
+        queued.push_back(d);
+      } else {
+        queued[it->second].count += d.count;
+      }
     }
     std::stable_sort(queued.begin(), queued.end(),
                      [](const ShapeDemand& a, const ShapeDemand& b) { return Size(a.shape) > Size(b.shape); });
     for (size_t i = 0; i < queued.size(); ++i) {
-      std::vector<ShapeDemand> rest(queued.begin() + i + 1,
-                                    queued.begin() + std::min(queued.size(), i + 1 + kScoredShapes));
-      Pack(queued[i].shape, queued[i].count, rest, "queued " + queued[i].shape.ToString());
+      Pack(queued[i].shape, queued[i].count, queued.data() + i + 1, queued.size() - i - 1,
+           "queued " + queued[i].shape.ToString());
     }
   }
 
