@@ -10,6 +10,7 @@
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib/wait.sh"
 PY=/usr/bin/python3
 if ! command -v prometheus >/dev/null; then
   echo "SKIP: prometheus is not installed (Debian package prometheus; make deps installs it)"
@@ -35,7 +36,6 @@ fail() {
   echo "--- prometheus log (tail)"; tail -10 "$work/prometheus.log" 2>/dev/null || true
   exit 1
 }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 "$PY" "$HERE/gpu_exporter.py" --port-file "$work/exporter.port" --node-type gpu_worker &
 pids+=($!)
@@ -58,14 +58,6 @@ query="avg by (node_type) (DCGM_FI_DEV_GPU_UTIL)"
 seen() {  # the utilisation Prometheus answers for gpu_worker
   curl -sf -G "$prom/api/v1/query" --data-urlencode "query=$query" |
     "$PY" -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "none")'
-}
-wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
-  local deadline=$((SECONDS + $1)) what=$2
-  shift 2
-  until "$@"; do
-    ((SECONDS < deadline)) || fail "timed out waiting for $what"
-    sleep 0.5
-  done
 }
 prom_sees() { [[ $(seen 2>/dev/null) == "$1" ]]; }
 set_util 0

@@ -84,6 +84,17 @@ class FakeCluster:
         self._stderr.close()
         return self.proc.returncode
 
+    def stop_and_check(self):
+        """Stops the fake, removes its files, and fails if it exited badly or hit an
+        unexpected exception (printing the end of its log)."""
+        rc = self.stop()
+        log = self.server_log()
+        self.cleanup()
+        if rc != 0 or "Traceback" in log:
+            print(log[-6000:], file=sys.stderr)
+        assert rc == 0, "the fake API server exited with %s" % rc
+        assert "Traceback" not in log, "the fake API server hit an unexpected exception (log above)"
+
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.state_dir, ignore_errors=True)

@@ -31,13 +31,7 @@ class FaultsTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.fake.stop()
-        log = cls.fake.server_log()
-        cls.fake.cleanup()
-        if rc != 0 or "Traceback" in log:
-            print(log[-6000:], file=sys.stderr)
-        assert rc == 0, "the fake API server exited with %s" % rc
-        assert "Traceback" not in log, "the fake API server hit an unexpected exception (log above)"
+        cls.fake.stop_and_check()
 
     def setUp(self):
         self.fake.control("DELETE", "faults")

@@ -14,6 +14,7 @@
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib/wait.sh"
 PY=/usr/bin/python3
 work=$(mktemp -d /tmp/orb-k8s-test-XXXXXX)
 export ORB_TEMP_DIR=$work/root
@@ -68,17 +69,9 @@ count() {
 }
 # All pods of the cluster, deleting ones included.
 count_all() { k get pods -l orb.io/cluster=k8stest -o json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))'; }
-wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
-  local deadline=$((SECONDS + $1)) what=$2
-  shift 2
-  until "$@"; do
-    ((SECONDS < deadline)) || fail "timed out waiting for $what"
-    sleep 0.5
-  done
-}
 workers_gone() { [[ $(count cpu_worker) == 0 && $(count gpu_worker) == 0 ]]; }
 
-head_port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+head_port=$(free_port)
 cat >"$work/cluster.yaml" <<EOF2
 cluster_name: k8stest
 idle_timeout_s: 8

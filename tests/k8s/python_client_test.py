@@ -35,13 +35,7 @@ class PythonClientTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.api_client.close()
-        rc = cls.fake.stop()
-        log = cls.fake.server_log()
-        cls.fake.cleanup()
-        if rc != 0 or "Traceback" in log:
-            print(log[-6000:], file=sys.stderr)
-        assert rc == 0, "the fake API server exited with %s" % rc
-        assert "Traceback" not in log, "the fake API server hit an unexpected exception (log above)"
+        cls.fake.stop_and_check()
 
     def watch_events(self, until, timeout_s=20, **kwargs):
         """Events of a pod watch in NS until until(event) is true; fails on timeout."""
