@@ -19,6 +19,14 @@ std::string RandomTag() {
   return s;
 }
 
+// A node type as the planner sees it: its nodes carry its labels and its name.
+NodeTypeLimits LimitsOf(const NodeTypeConfig& t) {
+  NodeTypeLimits limits{t.name, ResourceSet::FromMap(t.resources), t.min_workers, t.max_workers};
+  limits.labels = t.labels;
+  limits.labels[kLabelNodeType] = t.name;
+  return limits;
+}
+
 int64_t Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d).count();
 }
@@ -32,7 +40,7 @@ Autoscaler::Autoscaler(AutoscalerOptions options, NodeProvider* provider, Cluste
     std::vector<NodeTypeLimits> types;
     for (const auto& t : options_.config.node_types) {
       if (t.name != options_.config.head_node_type) {
-        types.push_back({t.name, ResourceSet::FromMap(t.resources), t.min_workers, t.max_workers});
+        types.push_back(LimitsOf(t));
       }
     }
     rules_ = std::make_unique<MetricRules>(options_.config.metric_rules, std::move(types));
@@ -117,7 +125,7 @@ ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vect
   ScalingInput in;
   for (const auto& t : config.node_types) {
     if (t.name == config.head_node_type) continue;
-    in.types.push_back({t.name, ResourceSet::FromMap(t.resources), t.min_workers, t.max_workers});
+    in.types.push_back(LimitsOf(t));
   }
   in.max_workers = config.max_workers;
   in.upscaling_speed = config.upscaling_speed;
@@ -140,6 +148,7 @@ ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vect
     if (managed) failures_.erase(it->second->node_type);  // a node of the type works
     p.total = c.total;
     p.available = c.available;
+    p.labels = c.labels;
     live_keys.insert(p.key);
     if (c.Idle()) {
       auto since = idle_since_.emplace(p.key, now).first->second;
@@ -170,6 +179,7 @@ ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vect
     p.node_type = n.node_type;
     p.launching = true;
     p.total = ResourceSet::FromMap(type->resources);
+    p.labels = LimitsOf(*type).labels;
     in.nodes.push_back(std::move(p));
     last_nodes_.push_back({{"id", n.id}, {"type", n.node_type}, {"state", "launching"},
                            {"provider_state", ProviderNodeStateName(n.state)}});
@@ -187,6 +197,7 @@ ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vect
       p.node_type = launch.node_type;
       p.launching = true;
       p.total = ResourceSet::FromMap(type->resources);
+      p.labels = LimitsOf(*type).labels;
       in.nodes.push_back(std::move(p));
     }
   }

@@ -24,6 +24,7 @@ struct ClusterNodeState {
   std::string provider_node_id;  // its orb.io/provider-node-id label; empty when none
   ResourceSet total;             // without placement-group resources
   ResourceSet available;
+  std::map<std::string, std::string> labels;
   std::vector<ShapeDemand> queued;
   int64_t object_store_used_bytes = 0;
 

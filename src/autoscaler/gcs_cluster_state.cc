@@ -48,11 +48,13 @@ class GcsClusterState : public ClusterStateSource {
       if (label != n.labels().end()) node.provider_node_id = label->second;
       node.total = WithoutGroupResources(n.resources_total());
       node.available = WithoutGroupResources(n.resources_available());
+      node.labels.insert(n.labels().begin(), n.labels().end());
       for (const auto& d : n.pending_demand()) {
         bool for_group = false;
         for (const auto& [name, amount] : d.shape()) for_group |= IsPlacementGroupResource(name);
         if (for_group) continue;  // waits for its group's bundles, not for a node
-        node.queued.push_back({ResourceSet::FromAnyMap(d.shape()), d.count()});
+        auto selector = LabelSelector::Parse(d.label_selector());
+        node.queued.push_back({ResourceSet::FromAnyMap(d.shape()), d.count(), selector.ok() ? *selector : LabelSelector()});
       }
       node.object_store_used_bytes = n.object_store_used_bytes();
       state.nodes.push_back(std::move(node));

@@ -11,6 +11,8 @@ namespace orb::autoscaler {
 namespace {
 
 constexpr int kMinConcurrentLaunches = 5;
+const LabelSelector kAnyNode;
+
 // How many of the shapes still waiting a candidate node type is scored against.
 constexpr size_t kScoredShapes = 64;
 
@@ -41,6 +43,7 @@ struct Bin {
   bool is_new = false;
   ResourceSet avail;
   ResourceSet total;
+  const std::map<std::string, std::string>* labels = nullptr;  // the node's, or its type's when new
   std::chrono::milliseconds idle_for{0};
   std::string scale_in_reason;
   bool touched = false;  // waiting work or a bundle was packed onto it
@@ -79,6 +82,7 @@ class Planner {
       b.managed = !node.node_type.empty();
       b.launching = node.launching;
       b.total = node.total;
+      b.labels = &node.labels;
       b.avail = node.launching ? node.total : node.available;
       b.idle_for = node.idle_for;
       b.scale_in_reason = node.scale_in_reason;
@@ -108,6 +112,7 @@ class Planner {
     b.is_new = true;
     b.avail = type.resources;
     b.total = type.resources;
+    b.labels = &type.labels;
     new_nodes_++;
     managed_++;
     count_[type.name]++;
@@ -130,21 +135,23 @@ class Planner {
   // demand still to place, this shape's remaining copies first. Types with GPUs
   // are kept for work that needs GPUs (work that does not may still use what a GPU
   // node has left).
-  int ChooseType(const ResourceSet& shape, const std::vector<ShapeDemand>& waiting, std::string* why_not) {
+  int ChooseType(const ResourceSet& shape, const LabelSelector& selector, const std::vector<ShapeDemand>& waiting,
+                 std::string* why_not) {
     int best = -1;
     std::pair<double, int64_t> best_score{-1, 0};
     bool any_fits = false;
     bool only_gpu_types = false;
     for (size_t t = 0; t < in_.types.size(); ++t) {
       const auto& type = in_.types[t];
-      if (!type.resources.Contains(shape) || type.max_workers <= 0) continue;
-      if (NeedsGpu(type.resources) && !NeedsGpu(shape)) {
+      if (!type.resources.Contains(shape) || type.max_workers <= 0 || !selector.Matches(type.labels)) continue;
+      // A label selector says where the work goes: then a GPU type it picks is fine.
+      if (NeedsGpu(type.resources) && !NeedsGpu(shape) && selector.empty()) {
         only_gpu_types = true;
         continue;
       }
       any_fits = true;
       if (!HasQuota(static_cast<int>(t))) continue;
-      auto score = Utilisation(type.resources, waiting);
+      auto score = Utilisation(type, waiting);
       bool better = score.first > best_score.first + 1e-9 ||
                     (score.first > best_score.first - 1e-9 && score.second > best_score.second);
       if (best < 0 || better) {
@@ -159,7 +166,8 @@ class Planner {
       } else if (only_gpu_types) {
         *why_not = "only node types with GPUs could hold it, and they are kept for work that needs GPUs";
       } else {
-        *why_not = "no node type has " + shape.ToString();
+        *why_not = "no node type has " + shape.ToString() +
+                   (selector.empty() ? "" : " with labels matching '" + selector.text() + "'");
       }
     }
     return best;
@@ -168,10 +176,12 @@ class Planner {
   // How well a node of `resources` would be used by the waiting shapes: the average
   // use of its resources once they are packed onto it, then how many it takes (so of
   // two types used equally well, the one that needs fewer nodes).
-  static std::pair<double, int64_t> Utilisation(const ResourceSet& resources, const std::vector<ShapeDemand>& waiting) {
+  static std::pair<double, int64_t> Utilisation(const NodeTypeLimits& type, const std::vector<ShapeDemand>& waiting) {
+    const ResourceSet& resources = type.resources;
     ResourceSet avail = resources;
     int64_t placed = 0;
     for (size_t i = 0; i < waiting.size() && i < kScoredShapes; ++i) {
+      if (!waiting[i].selector.Matches(type.labels)) continue;
       int64_t k = std::min(HowMany(avail, waiting[i].shape), waiting[i].count);
       if (k <= 0) continue;
       avail.Subtract(Times(waiting[i].shape, k));
@@ -194,9 +204,11 @@ class Planner {
 
   // First fit of `count` copies of `shape` into the bins; then new nodes. `waiting`
   // (`n_waiting` of them) is what remains after this shape, for choosing node types.
-  void Pack(const ResourceSet& shape, int64_t count, const ShapeDemand* waiting, size_t n_waiting, const std::string& what) {
+  void Pack(const ResourceSet& shape, const LabelSelector& selector, int64_t count, const ShapeDemand* waiting,
+            size_t n_waiting, const std::string& what) {
     for (size_t i = 0; i < bins_.size() && count > 0; ++i) {
       Bin& b = bins_[i];
+      if (!selector.empty() && !(b.labels && selector.Matches(*b.labels))) continue;
       int64_t k = std::min(HowMany(b.avail, shape), count);
       if (k <= 0) continue;
       b.avail.Subtract(Times(shape, k));
@@ -205,9 +217,9 @@ class Planner {
     }
     while (count > 0) {
       std::string why;
-      std::vector<ShapeDemand> demand = {{shape, count}};
+      std::vector<ShapeDemand> demand = {{shape, count, selector}};
       demand.insert(demand.end(), waiting, waiting + std::min(n_waiting, kScoredShapes));
-      int t = ChooseType(shape, demand, &why);
+      int t = ChooseType(shape, selector, demand, &why);
       if (t < 0) return ReportUnplaced(shape, count, what, why);
       Bin& b = Launch(t, what);
       int64_t k = std::min(HowMany(b.avail, shape), count);
@@ -234,7 +246,7 @@ class Planner {
       }
       if (placed) continue;
       std::string why;
-      int t = ChooseType(bundle, {{bundle, 1}}, &why);
+      int t = ChooseType(bundle, kAnyNode, {{bundle, 1}}, &why);
       if (t < 0) {
         ReportUnplaced(bundle, 1, "requested resources", why);
         continue;
@@ -252,7 +264,7 @@ class Planner {
       case BundleStrategy::kStrictPack: {
         ResourceSet all;
         for (const auto& b : pg.bundles) all.Add(b);
-        return Pack(all, 1, nullptr, 0, what + " (STRICT_PACK)");
+        return Pack(all, kAnyNode, 1, nullptr, 0, what + " (STRICT_PACK)");
       }
       case BundleStrategy::kStrictSpread: {
         std::set<size_t> used;  // one bundle per node
@@ -267,7 +279,7 @@ class Planner {
           }
           if (placed) continue;
           std::string why;
-          int t = ChooseType(bundle, {{bundle, 1}}, &why);
+          int t = ChooseType(bundle, kAnyNode, {{bundle, 1}}, &why);
           if (t < 0) {
             ReportUnplaced(bundle, 1, what + " (STRICT_SPREAD)", why);
             continue;
@@ -281,7 +293,7 @@ class Planner {
       }
       case BundleStrategy::kPack:
       case BundleStrategy::kSpread:
-        for (const auto& bundle : pg.bundles) Pack(bundle, 1, nullptr, 0, what);
+        for (const auto& bundle : pg.bundles) Pack(bundle, kAnyNode, 1, nullptr, 0, what);
         return;
     }
   }
@@ -297,12 +309,13 @@ class Planner {
   void PackQueued() {
     // Equal shapes are packed together (lease requests of one task shape arrive from
     // many nodes).
-    std::map<std::vector<std::pair<int, double>>, size_t> index;
+    std::map<std::pair<std::vector<std::pair<int, double>>, std::string>, size_t> index;
     std::vector<ShapeDemand> queued;
     for (const auto& d : in_.queued) {
       if (d.count <= 0 || d.shape.IsEmpty()) continue;
-      std::vector<std::pair<int, double>> key;
-      d.shape.ForEachId([&](int id, double amount) { key.emplace_back(id, amount); });
+      std::pair<std::vector<std::pair<int, double>>, std::string> key;
+      d.shape.ForEachId([&](int id, double amount) { key.first.emplace_back(id, amount); });
+      key.second = d.selector.text();
       auto [it, fresh] = index.emplace(std::move(key), queued.size());
       if (fresh) {
         queued.push_back(d);
@@ -313,8 +326,9 @@ class Planner {
     std::stable_sort(queued.begin(), queued.end(),
                      [](const ShapeDemand& a, const ShapeDemand& b) { return Size(a.shape) > Size(b.shape); });
     for (size_t i = 0; i < queued.size(); ++i) {
-      Pack(queued[i].shape, queued[i].count, queued.data() + i + 1, queued.size() - i - 1,
-           "queued " + queued[i].shape.ToString());
+      const ShapeDemand& d = queued[i];
+      Pack(d.shape, d.selector, d.count, queued.data() + i + 1, queued.size() - i - 1,
+           "queued " + d.shape.ToString() + (d.selector.empty() ? "" : " on '" + d.selector.text() + "'"));
     }
   }
 

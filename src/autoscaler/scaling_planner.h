@@ -12,7 +12,8 @@
 // 4. Pending placement groups: STRICT_PACK as one shape; STRICT_SPREAD with each bundle
 //    on a different node; PACK and SPREAD bundle by bundle.
 // 5. Queued work (lease requests waiting on raylets), largest shapes first, first-fit
-//    into the bins; what does not fit adds nodes.
+//    into the bins whose labels its label selector accepts; what does not fit adds nodes
+//    of a type whose labels it accepts.
 //    Adding a node: among the node types that can hold the shape and are below their
 //    max_workers (and the cluster below max_workers), the one that would be best used
 //    by the demand still waiting: a type with GPUs is never chosen for work that needs
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "common/label_selector.h"
 #include "common/resources.h"
 
 namespace orb::autoscaler {
@@ -44,6 +46,7 @@ struct NodeTypeLimits {
   int min_workers = 0;
   int max_workers = 0;
   std::string min_reason;  // why min_workers is what it is, when not the config's (a metric rule)
+  std::map<std::string, std::string> labels;  // its nodes' labels (orb.io/node-type included)
 };
 
 struct PlannerNode {
@@ -54,11 +57,13 @@ struct PlannerNode {
   ResourceSet available;
   std::chrono::milliseconds idle_for{0};  // how long it has been idle; 0 when busy
   std::string scale_in_reason;  // set when a rule makes it go before idle_timeout
+  std::map<std::string, std::string> labels;
 };
 
 struct ShapeDemand {
   ResourceSet shape;
   int64_t count = 1;
+  LabelSelector selector;  // nodes it may run on; empty: any
 };
 
 enum class BundleStrategy { kPack, kSpread, kStrictPack, kStrictSpread };

@@ -468,12 +468,15 @@ absl::Status LeaseGranter::Drain() {
 }
 
 std::vector<rpc::ResourceDemand> LeaseGranter::PendingDemand() const {
-  std::map<std::map<std::string, double>, int64_t> shapes;
-  for (const auto& p : queue_) shapes[p.resources.ToMap()]++;
+  // By shape and hard label selector: a node type that cannot satisfy the selector
+  // would not run the work, however big it is.
+  std::map<std::pair<std::map<std::string, double>, std::string>, int64_t> shapes;
+  for (const auto& p : queue_) shapes[{p.resources.ToMap(), p.scheduling.hard_labels.text()}]++;
   std::vector<rpc::ResourceDemand> out;
-  for (const auto& [shape, count] : shapes) {
+  for (const auto& [key, count] : shapes) {
     rpc::ResourceDemand d;
-    d.mutable_shape()->insert(shape.begin(), shape.end());
+    d.mutable_shape()->insert(key.first.begin(), key.first.end());
+    d.set_label_selector(key.second);
     d.set_count(count);
     out.push_back(std::move(d));
   }

@@ -104,4 +104,9 @@ wait_for 120 "gpu_worker nodes to be scaled in" has_gpu_nodes 0
 grep -q "scale in gpu_worker to min_workers: utilisation 0% at or below 0% for 1800 s" "$(log)" ||
   fail "no scale-in decision logged"
 "$BUILD/bin/orb" status --address "$gcs" | sed -n '/Autoscaler/,$p'
+
+echo "== orb down"
+timeout 60 "$BUILD/bin/orb" down "$work/cluster.yaml" || fail "orb down"
+if "$BUILD/bin/orb" status --address "$gcs" >/dev/null 2>&1; then fail "the cluster still answers after orb down"; fi
+if pgrep -f "orb_autoscaler.*$ORB_TEMP_DIR" >/dev/null; then fail "the autoscaler outlived orb down"; fi
 echo "PASS"

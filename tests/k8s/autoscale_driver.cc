@@ -8,6 +8,9 @@
 //       {"bundles":N,"nodes":[...]}
 //   autoscale_driver --orb-address=HOST:PORT gpu-actor
 //       an actor needing GPU 1, asked for its node: {"gpu_actor_node":"..."}
+//   autoscale_driver --orb-address=HOST:PORT selector-task SELECTOR
+//       a task of 1 CPU that may run only on nodes whose labels match SELECTOR:
+//       {"selector_task_node":"..."}
 //   autoscale_driver --orb-address=HOST:PORT request CPUS
 //       orb::RequestResources(CPUS) and exit: {"requested_cpus":CPUS}
 // Exit status 0 when the work ran, 1 with the error on stderr otherwise.
@@ -89,12 +92,17 @@ int main(int argc, char** argv) {
       rc = StrictSpread(std::stoi(args[1]));
     } else if (args.size() == 1 && args[0] == "gpu-actor") {
       rc = GpuActor();
+    } else if (args.size() == 2 && args[0] == "selector-task") {
+      std::string node = *orb::Get(orb::Task(SleepAndTell).SetResource("CPU", 1).SetLabelSelector(args[1]).Remote(0.0));
+      std::cout << "{\"selector_task_node\":\"" << node << "\"}" << std::endl;
+      rc = 0;
     } else if (args.size() == 2 && args[0] == "request") {
       orb::RequestResources(std::stoi(args[1]));
       std::cout << "{\"requested_cpus\":" << args[1] << "}" << std::endl;
       rc = 0;
     } else {
-      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S | strict-spread N | gpu-actor | request CPUS"
+      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S | strict-spread N | gpu-actor | "
+                   "selector-task SELECTOR | request CPUS"
                 << std::endl;
     }
   } catch (const std::exception& e) {

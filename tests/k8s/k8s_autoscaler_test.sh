@@ -5,7 +5,8 @@
 #   1. a head of 2 CPUs and a worker type of 2 CPUs (min 0, max 4): 12 one-second tasks
 #      of 1 CPU make worker pods, the tasks run on them, the pods go after idle_timeout;
 #   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
-#   3. an actor needing GPU 1 brings up a node of the GPU type;
+#   3. an actor needing GPU 1 brings up a node of the GPU type, and so does a CPU task
+#      whose label selector only that type's labels match;
 #   4. with faults (every third create's reply lost after the pod was made, 500s on
 #      creates and lists, dropped watches) the pods are exactly those the autoscaler
 #      launched: none doubled, none leaked, all gone after idle_timeout;
@@ -95,6 +96,7 @@ available_node_types:
     pod_template: *pod
   gpu_worker:
     resources: {CPU: 2, GPU: 1}
+    labels: {accelerator: h200}
     min_workers: 0
     max_workers: 1
     pod_template: *pod
@@ -134,6 +136,12 @@ step "an actor needing GPU 1 (the head has none)"
 timeout 180 "$driver" --orb-address="$gcs" gpu-actor || fail "the GPU actor"
 k get pods -L orb.io/node-type
 [[ $(count gpu_worker) == 1 ]] || fail "want one gpu_worker pod, have $(count gpu_worker)"
+wait_for 90 "idle worker pods to be deleted" workers_gone
+
+step "a CPU task whose label selector only the GPU type's nodes match"
+timeout 180 "$driver" --orb-address="$gcs" selector-task "accelerator = h200" || fail "the labelled task"
+k get pods -L orb.io/node-type
+[[ $(count gpu_worker) == 1 && $(count cpu_worker) == 0 ]] || fail "want the labelled type's pod only"
 wait_for 90 "idle worker pods to be deleted" workers_gone
 
 step "faults: every 3rd create's reply lost after the pod is made, 500s, dropped watches"

@@ -172,3 +172,40 @@ TEST_CASE("the cluster's max_workers caps every type together", "[planner]") {
   ScalingPlan plan = PlanScaling(in);
   CHECK(Launches(plan, "cpu") + Launches(plan, "big") + Launches(plan, "gpu") == 3);
 }
+
+TEST_CASE("queued work goes only to nodes and node types its label selector accepts", "[planner]") {
+  ScalingInput in;
+  in.types = {{"a100", R({{"CPU", 8}, {"GPU", 1}}), 0, 2, "", {{"accelerator", "a100"}, {"orb.io/node-type", "a100"}}},
+              {"h200", R({{"CPU", 8}, {"GPU", 1}}), 0, 2, "", {{"accelerator", "h200"}, {"orb.io/node-type", "h200"}}}};
+  // An a100 node with its GPU free.
+  PlannerNode free_a100{"n1", "a100", false, R({{"CPU", 8}, {"GPU", 1}}), R({{"CPU", 8}, {"GPU", 1}})};
+  free_a100.labels = {{"accelerator", "a100"}, {"orb.io/node-type", "a100"}};  // as its raylet carries them
+  in.nodes = {free_a100};
+  ShapeDemand wants_h200{R({{"GPU", 1}}), 1, *orb::LabelSelector::Parse("accelerator = h200")};
+  in.queued = {wants_h200};
+  ScalingPlan plan = PlanScaling(in);
+  CHECK(Launches(plan, "h200") == 1);  // the free a100 does not count
+  CHECK(Launches(plan, "a100") == 0);
+  CHECK(plan.launch_reasons.at("h200").find("accelerator = h200") != std::string::npos);
+
+  in.queued = {{R({{"GPU", 1}}), 1, *orb::LabelSelector::Parse("accelerator in (b200)")}};
+  ScalingPlan none = PlanScaling(in);
+  CHECK(none.launch.empty());
+  REQUIRE(none.infeasible.size() == 1);
+  CHECK(none.infeasible[0].find("with labels matching 'accelerator in (b200)'") != std::string::npos);
+
+  in.queued = {{R({{"GPU", 1}}), 1, *orb::LabelSelector::Parse("orb.io/node-type = a100")}};
+  CHECK(PlanScaling(in).launch.empty());  // the free a100 node takes it
+}
+
+TEST_CASE("a label selector that only a GPU type matches brings that type up for CPU work", "[planner]") {
+  ScalingInput in;
+  in.types = {{"cpu", R({{"CPU", 4}}), 0, 2, "", {{"orb.io/node-type", "cpu"}}},
+              {"gpu", R({{"CPU", 8}, {"GPU", 1}}), 0, 2, "", {{"accelerator", "h200"}, {"orb.io/node-type", "gpu"}}}};
+  in.queued = {{R({{"CPU", 1}}), 1, *orb::LabelSelector::Parse("accelerator = h200")}};
+  CHECK(Launches(PlanScaling(in), "gpu") == 1);
+  in.queued = {{R({{"CPU", 1}}), 1}};  // without a selector: the CPU type, GPU nodes are conserved
+  ScalingPlan plan = PlanScaling(in);
+  CHECK(Launches(plan, "cpu") == 1);
+  CHECK(Launches(plan, "gpu") == 0);
+}
