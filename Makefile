@@ -8,7 +8,8 @@ DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
   libabsl-dev libboost-dev librocksdb-dev catch2 libmsgpack-cxx-dev \
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libyaml-cpp-dev libgtest-dev \
   clang libclang-rt-dev \
-  libcpp-httplib-dev libssl-dev kubectl prometheus python3-kubernetes curl
+  libcpp-httplib-dev libssl-dev kubectl prometheus python3-kubernetes curl \
+  python3-dev pybind11-dev python3-pybind11 python3-cloudpickle python3-pytest python3-numpy
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -1,0 +1,165 @@
+"""orb for Python: Ray's Python API shape (`ray` renamed `orb`) on orb's C++ core.
+
+    import orb
+    orb.init()                      # no address: a local cluster for this program
+    ref = orb.put(numpy.zeros(10**7))
+    array = orb.get(ref)            # a read-only view over the shared-memory store
+    orb.shutdown()
+
+This is the first part of the Python API: the cluster and objects. Remote functions and
+actors come with Python workers.
+"""
+
+from orb import _core
+from orb import exceptions
+from orb._core import ObjectRef
+from orb._serialization import Serialized, deserialize
+
+__all__ = ["init", "shutdown", "is_initialized", "put", "get", "wait", "nodes", "cluster_resources",
+           "available_resources", "get_runtime_context", "ObjectRef", "exceptions"]
+
+
+def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resources=None,
+         object_store_memory=None, local_mode=False, ignore_reinit_error=False):
+    """Connects this program to a cluster, or starts a local one for it.
+
+    address: "HOST:PORT" of a running cluster's GCS, "auto" for the local one; None:
+    $ORB_ADDRESS, else a cluster (a GCS and a raylet) started for this program and
+    stopped at shutdown(). num_cpus, num_gpus, resources and object_store_memory size
+    that local cluster.
+    """
+    if _core.is_initialized():
+        if ignore_reinit_error:
+            return
+        raise RuntimeError("orb.init() was already called; call orb.shutdown() first "
+                           "(or pass ignore_reinit_error=True)")
+    if resources is not None and not isinstance(resources, dict):
+        raise TypeError("resources must be a dict of resource name to amount, not %s" % type(resources).__name__)
+    _core.init(address=address or "", namespace=namespace or "",
+               num_cpus=-1.0 if num_cpus is None else float(num_cpus),
+               num_gpus=-1.0 if num_gpus is None else float(num_gpus),
+               resources={str(k): float(v) for k, v in (resources or {}).items()},
+               object_store_memory=int(object_store_memory or 0), local_mode=bool(local_mode))
+
+
+def shutdown():
+    """Disconnects; stops the cluster init() started, if it did."""
+    if _core.is_initialized():
+        _core.shutdown()
+
+
+def is_initialized():
+    return _core.is_initialized()
+
+
+def _check_initialized(what):
+    if not _core.is_initialized():
+        raise RuntimeError("orb.%s() needs orb.init() first" % what)
+
+
+def put(value):
+    """Stores `value` in the cluster and returns an ObjectRef to it. Arrays and other
+    buffers are copied once, into the shared-memory store when large."""
+    _check_initialized("put")
+    if isinstance(value, ObjectRef):
+        raise TypeError("orb.put() of an ObjectRef is not allowed (as in Ray): put the value, or pass the ref")
+    serialized = Serialized(value)
+    return _core.put(serialized.size, serialized.write)
+
+
+def _timeout_ms(timeout):
+    if timeout is None:
+        return -1
+    if timeout < 0:
+        raise ValueError("timeout must be None or >= 0, not %r" % (timeout,))
+    return int(timeout * 1000)
+
+
+def get(refs, *, timeout=None):
+    """The value of an ObjectRef, or the values of a list of them, waiting up to
+    `timeout` seconds (None: without limit) before raising GetTimeoutError."""
+    _check_initialized("get")
+    single = isinstance(refs, ObjectRef)
+    ref_list = [refs] if single else list(refs)
+    for r in ref_list:
+        if not isinstance(r, ObjectRef):
+            raise TypeError("orb.get() takes an ObjectRef or a list of them, not %s" % type(r).__name__)
+    values = [deserialize(v) for v in _core.get(ref_list, _timeout_ms(timeout))]
+    return values[0] if single else values
+
+
+def wait(refs, *, num_returns=1, timeout=None):
+    """(ready, not_ready): waits until `num_returns` of `refs` are ready or `timeout`
+    seconds pass. Both lists keep the order of `refs`."""
+    _check_initialized("wait")
+    refs = list(refs)
+    if any(not isinstance(r, ObjectRef) for r in refs):
+        raise TypeError("orb.wait() takes a list of ObjectRefs")
+    if len(set(refs)) != len(refs):
+        raise ValueError("orb.wait() got the same ObjectRef twice")
+    if not 0 <= num_returns <= len(refs):
+        raise ValueError("num_returns must be between 0 and len(refs) (%d), not %d" % (len(refs), num_returns))
+    flags = _core.wait(refs, num_returns, _timeout_ms(timeout))
+    ready = [r for r, f in zip(refs, flags) if f][:num_returns] if num_returns else []
+    chosen = set(ready)
+    return ready, [r for r in refs if r not in chosen]
+
+
+def nodes():
+    """Every node the cluster knows, alive or dead, as dicts with Ray's keys."""
+    _check_initialized("nodes")
+    out = []
+    for n in _core.nodes():
+        host, _, port = n.address.rpartition(":")
+        out.append({"NodeID": n.node_id, "Alive": n.alive, "NodeManagerAddress": host,
+                    "NodeManagerPort": int(port) if port.isdigit() else 0,
+                    "Resources": dict(n.resources_total), "Labels": dict(n.labels),
+                    "ObjectStoreMemory": n.object_store_memory})
+    return out
+
+
+def _sum_resources(field):
+    total = {}
+    for n in _core.nodes():
+        if not n.alive:
+            continue
+        for name, amount in getattr(n, field).items():
+            total[name] = total.get(name, 0.0) + amount
+    return total
+
+
+def cluster_resources():
+    """Resources of the alive nodes, summed."""
+    _check_initialized("cluster_resources")
+    return _sum_resources("resources_total")
+
+
+def available_resources():
+    """Resources free now on the alive nodes, summed."""
+    _check_initialized("available_resources")
+    return _sum_resources("resources_available")
+
+
+class RuntimeContext:
+    """Where this code runs (Ray's ray.get_runtime_context())."""
+
+    def get_node_id(self):
+        return _core.node_id()
+
+    def get_job_id(self):
+        return _core.job_id()
+
+    @property
+    def namespace(self):
+        return _core.namespace()
+
+    @property
+    def gcs_address(self):
+        return _core.gcs_address()
+
+
+def get_runtime_context():
+    _check_initialized("get_runtime_context")
+    return RuntimeContext()
+
+

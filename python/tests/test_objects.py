@@ -1,0 +1,104 @@
+"""Objects from Python: put/get of Python values and of a 100 MB numpy array that comes
+back read-only and shares the store's memory, wait with timeouts, bad input."""
+import gc
+
+import numpy as np
+import pytest
+
+import orb
+
+
+def test_values_round_trip(embedded):
+    values = [1, "text", b"\x00bytes", {"a": [1, 2.5, None]}, (1, 2), {"nested": {"x": set([1, 2])}}]
+    refs = [orb.put(v) for v in values]
+    assert orb.get(refs) == values
+    assert orb.get(refs[1]) == "text"
+
+
+def test_large_array_is_read_only_and_shared(embedded):
+    array = np.arange(100 * 1024 * 1024 // 8, dtype=np.float64)  # 100 MB
+    ref = orb.put(array)
+    got = orb.get(ref)
+    assert got.shape == array.shape and got.dtype == array.dtype
+    assert np.array_equal(got, array)
+    assert not got.flags.writeable
+    with pytest.raises(ValueError):
+        got[0] = 1.0
+    again = orb.get(ref)
+    # Both views lie over the same memory: the store's, not copies of it.
+    assert np.shares_memory(got, again)
+    assert got.__array_interface__["data"][0] == again.__array_interface__["data"][0]
+
+
+def test_array_outlives_its_ref(embedded):
+    ref = orb.put(np.full(1 << 20, 7, dtype=np.int64))
+    got = orb.get(ref)
+    del ref
+    gc.collect()
+    assert int(got.sum()) == 7 << 20  # the view keeps the object pinned
+
+
+def test_wait_and_timeouts(embedded):
+    refs = [orb.put(i) for i in range(3)]
+    ready, not_ready = orb.wait(refs, num_returns=2, timeout=5)
+    assert len(ready) == 2 and len(not_ready) == 1
+    assert set(ready + not_ready) == set(refs)
+    ready, not_ready = orb.wait(refs, num_returns=3, timeout=0)
+    assert len(ready) == 3
+
+
+def test_bad_input_is_a_clear_error(embedded):
+    with pytest.raises(TypeError, match="ObjectRef"):
+        orb.put(orb.put(1))
+    with pytest.raises(TypeError, match="takes an ObjectRef"):
+        orb.get("not a ref")
+    with pytest.raises(ValueError, match="timeout"):
+        orb.get(orb.put(1), timeout=-1)
+    with pytest.raises(ValueError, match="num_returns"):
+        orb.wait([orb.put(1)], num_returns=2)
+    with pytest.raises(Exception, match="[Pp]ickle"):
+        orb.put(lambda: 1)  # plain pickle cannot store a lambda
+    with pytest.raises(TypeError, match="on purpose"):
+        orb.put(_Unpicklable())
+    assert orb.get(orb.put("still working")) == "still working"
+
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError("cannot pickle this object on purpose")
+
+
+def test_cluster_info(embedded):
+    nodes = orb.nodes()
+    assert len(nodes) == 1 and nodes[0]["Alive"]
+    assert orb.cluster_resources()["CPU"] == 2
+    assert orb.available_resources()["CPU"] <= 2
+    ctx = orb.get_runtime_context()
+    assert ctx.get_node_id() == nodes[0]["NodeID"]
+    assert ctx.gcs_address
+
+
+def test_init_twice_and_use_before_init():
+    assert not orb.is_initialized()
+    with pytest.raises(RuntimeError, match="orb.init"):
+        orb.put(1)
+    orb.init(num_cpus=1)
+    try:
+        with pytest.raises(RuntimeError, match="already"):
+            orb.init()
+        orb.init(ignore_reinit_error=True)
+    finally:
+        orb.shutdown()
+    assert not orb.is_initialized()
+
+
+def test_cli_cluster_objects(cli_cluster):
+    orb.init(address=cli_cluster)
+    try:
+        assert len([n for n in orb.nodes() if n["Alive"]]) == 2
+        assert orb.cluster_resources()["CPU"] == 2
+        array = np.random.default_rng(3).random(1 << 18)
+        assert np.array_equal(orb.get(orb.put(array)), array)
+        assert orb.get(orb.put({"k": array[:4]}), timeout=10)["k"].tolist() == array[:4].tolist()
+    finally:
+        orb.shutdown()
