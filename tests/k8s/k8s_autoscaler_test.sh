@@ -32,6 +32,9 @@ trap cleanup EXIT
 fail() {
   echo "FAIL: $*" >&2
   echo "--- fake API server log (tail)"; tail -30 "$work/fake.log" 2>/dev/null || true
+  if grep -q "Traceback" "$work/fake.log" 2>/dev/null; then
+    echo "--- fake API server exceptions"; grep -B2 -A20 "Traceback" "$work/fake.log" | head -80
+  fi
   echo "--- pods"; k get pods -L orb.io/node-type 2>&1 || true
   echo "--- autoscaler log (tail)"; tail -40 "$ORB_TEMP_DIR"/session_latest/logs/autoscaler.log 2>/dev/null || true
   exit 1

@@ -18,6 +18,7 @@ run() {
 }
 run fake_api_test "$python" "$here/fake_api_test.py"
 run fake_faults_test "$python" "$here/fake_faults_test.py"
+run fake_kubelet_stress_test "$python" "$here/fake_kubelet_stress_test.py"
 run python_client_test "$python" "$here/python_client_test.py"
 run kubectl_test "$here/kubectl_test.sh"
 if ((${#failed[@]})); then

@@ -10,8 +10,10 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
+import traceback
 
 from .errors import ApiError
 from .store import now_rfc3339
@@ -134,11 +136,24 @@ class PodRuntime:
         self.lock = threading.Lock()
         self.proc = None
         self.deleting = False
+        self.kill_at = None      # time.monotonic() when SIGKILL is due (the grace period ends)
+        self.killed = False
         self.exited = threading.Event()
         self.started_at = None
+        self.reported_running = False
+        self.worker = None       # the thread that starts the process and waits for it
+        self.done = False        # the worker has finished its job (it is not restarted)
 
 
 class FakeKubelet:
+    """Runs each pod as a process group. One event thread follows the pods (a watch on the store) and
+    does the quick work: it starts a worker thread per pod (start delay, Secrets/ConfigMaps, the process,
+    waiting for it to exit), sends SIGTERM when a pod is deleted and SIGKILL when its grace period ends.
+    Every RESYNC_S it also compares the stored pods with what it runs, as a real kubelet's periodic sync
+    does, so that work which failed (an exception, a thread that could not be started) is done later."""
+
+    RESYNC_S = 1.0
+
     def __init__(self, store, registry, state_dir, pod_ip="127.0.0.1", node_name="fake-node",
                  env_passthrough=(), start_delay_ms=0, max_shutdown_grace_s=10.0):
         self.store, self.registry = store, registry
@@ -202,47 +217,116 @@ class FakeKubelet:
         except ApiError:
             pass
 
+    @staticmethod
+    def _log_exception(what):
+        """An unexpected error, with its traceback (the tests fail on a "Traceback" in the log)."""
+        sys.stderr.write("fake-kubelet: %s failed (carrying on):\n%s" % (what, traceback.format_exc()))
+        sys.stderr.flush()
+
     # ---- events
     def _event_loop(self):
+        """Never ends before stop(): an error is logged and whatever it left undone is done by a later
+        resync, so that one failure cannot leave every later pod unstarted or undeleted."""
+        next_resync = time.monotonic() + self.RESYNC_S
         while not self._stopping.is_set():
-            item = self._sub.next(timeout=0.5)
-            if item is None:
-                continue
-            kind, pod = item
-            uid = pod["metadata"].get("uid")
-            if kind == "ADDED" and not pod["metadata"].get("deletionTimestamp"):
-                rt = PodRuntime(pod)
-                with self._lock:
-                    self._runtimes[uid] = rt
-                threading.Thread(target=self._run_pod, args=(rt,), name="pod-" + rt.name, daemon=True).start()
-            elif kind == "MODIFIED" and pod["metadata"].get("deletionTimestamp"):
-                self._terminate(uid, pod["metadata"].get("deletionGracePeriodSeconds", 30))
-            elif kind == "DELETED":   # removed without waiting for us (grace 0): kill what is left now
-                self._terminate(uid, 0)
+            try:
+                now = time.monotonic()
+                item = self._sub.next(timeout=max(0.0, min(next_resync, self._next_kill_at()) - now))
+                if item is not None:
+                    self._handle(*item)
+                self._kill_overdue()
+                if time.monotonic() >= next_resync:
+                    next_resync = time.monotonic() + self.RESYNC_S
+                    self._resync()
+            except Exception:
+                self._log_exception("the kubelet's event loop")
+                self._stopping.wait(0.1)
+
+    def _handle(self, kind, pod):
+        meta = pod["metadata"]
+        if kind == "ADDED" and not meta.get("deletionTimestamp"):
+            self._add(pod)
+        elif kind == "MODIFIED" and meta.get("deletionTimestamp"):
+            self._terminate(meta.get("uid"), meta.get("deletionGracePeriodSeconds", 30))
+        elif kind == "DELETED":   # removed without waiting for us (grace 0): kill what is left now
+            self._terminate(meta.get("uid"), 0)
+
+    def _add(self, pod):
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self._runtimes:
+                return
+            rt = self._runtimes[uid] = PodRuntime(pod)
+        self._start_worker(rt)
+
+    def _start_worker(self, rt):
+        """Starts rt's worker; if the thread cannot be started (no resources), the next resync tries again."""
+        worker = threading.Thread(target=self._pod_worker, args=(rt,), name="pod-" + rt.name, daemon=True)
+        try:
+            worker.start()
+        except RuntimeError:
+            self._log_exception("starting the worker of pod %s/%s" % (rt.namespace, rt.name))
+            return
+        rt.worker = worker
 
     def _terminate(self, uid, grace):
-        """SIGTERM now and SIGKILL after grace (at once if grace is 0); a pod with no process left is
-        removed from the API now, one with a process when it has exited (see _wait_exit)."""
+        """SIGTERM now and SIGKILL after grace (at once if grace is 0; a shorter grace period, from a
+        second delete, brings SIGKILL forward); a pod with no process left is removed from the API now,
+        one with a process when it has exited (see _wait_exit)."""
         with self._lock:
             rt = self._runtimes.get(uid)
         if rt is None:
             return
         with rt.lock:
-            first = not rt.deleting
             rt.deleting = True
             running = rt.proc is not None and not rt.exited.is_set()
-            if running and grace == 0:
-                self._signal(rt, signal.SIGKILL)
-            elif running and first:
-                self._signal(rt, signal.SIGTERM)
-                threading.Thread(target=self._kill_after, args=(rt, grace), daemon=True).start()
-        if not running:
+            if running:
+                if rt.kill_at is None and grace > 0:
+                    self._signal(rt, signal.SIGTERM)
+                kill_at = time.monotonic() + grace
+                rt.kill_at = kill_at if rt.kill_at is None else min(rt.kill_at, kill_at)
+        if running:
+            self._kill_overdue()
+        else:
             self._forget(rt)
             self.store.remove(self.pods_rtype, rt.namespace, rt.name, rt.uid)
 
-    def _kill_after(self, rt, grace):
-        if not rt.exited.wait(grace):
-            self._signal(rt, signal.SIGKILL)
+    def _next_kill_at(self):
+        with self._lock:
+            return min([rt.kill_at for rt in self._runtimes.values() if rt.kill_at is not None and not rt.killed],
+                       default=float("inf"))
+
+    def _kill_overdue(self):
+        """SIGKILL for the processes whose grace period has ended."""
+        now = time.monotonic()
+        with self._lock:
+            due = [rt for rt in self._runtimes.values() if rt.kill_at is not None and rt.kill_at <= now
+                   and not rt.killed]
+        for rt in due:
+            with rt.lock:
+                rt.killed = True
+                if not rt.exited.is_set():
+                    self._signal(rt, signal.SIGKILL)
+
+    def _resync(self):
+        """Level-triggered catch-up: does for each stored pod what its events should have led to."""
+        with self._lock:   # first: a runtime is added by this thread only, so each listed pod without
+            runtimes = dict(self._runtimes)   # one is a pod this kubelet has not seen (or has let go)
+        pods = {p["metadata"]["uid"]: p for p in self.store.list(self.pods_rtype)[0]}
+        for uid, pod in pods.items():
+            meta, rt = pod["metadata"], runtimes.get(uid)
+            if rt is None:
+                if meta.get("deletionTimestamp"):   # nothing of it runs here: nothing to wait for
+                    self.store.remove(self.pods_rtype, meta.get("namespace", ""), meta["name"], uid)
+                elif pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+                    self._add(pod)
+            elif meta.get("deletionTimestamp") and (not rt.deleting or rt.exited.is_set()):
+                self._terminate(uid, meta.get("deletionGracePeriodSeconds", 30))
+        for uid, rt in runtimes.items():
+            if uid not in pods:
+                self._terminate(uid, 0)
+            elif not rt.done and not (rt.worker and rt.worker.is_alive()):
+                self._start_worker(rt)
 
     @staticmethod
     def _signal(rt, sig):
@@ -277,6 +361,21 @@ class FakeKubelet:
         except ApiError:
             return False
 
+    def _pod_worker(self, rt):
+        """Starts the pod's process and waits for it. Run again by a resync if it failed, so each step
+        is safe to repeat: binding, starting only while no process was started, reaping."""
+        try:
+            if rt.proc is None:
+                self._run_pod(rt)
+            if rt.proc is not None:
+                if not rt.reported_running:
+                    self._update(rt, lambda pod: self._set_running(pod, rt))
+                    rt.reported_running = True
+                self._wait_exit(rt)
+            rt.done = True
+        except Exception:
+            self._log_exception("the worker of pod %s/%s" % (rt.namespace, rt.name))
+
     def _run_pod(self, rt):
         if self._stopping.wait(self.start_delay_s) or rt.deleting:
             return
@@ -286,14 +385,11 @@ class FakeKubelet:
         if env is None:
             return
         with rt.lock:
-            if rt.deleting or self._stopping.is_set():
+            if rt.deleting or self._stopping.is_set() or rt.proc is not None:
                 return
             error = self._spawn(rt, env)
         if error:
             self._update(rt, lambda pod: self._set_failed_start(pod, error))
-            return
-        self._update(rt, lambda pod: self._set_running(pod, rt))
-        threading.Thread(target=self._wait_exit, args=(rt,), name="wait-" + rt.name, daemon=True).start()
 
     def _wait_for_config(self, rt):
         """The container's environment; while a Secret/ConfigMap it needs is missing, the pod waits
@@ -335,7 +431,7 @@ class FakeKubelet:
                 rt.proc = subprocess.Popen(argv, env=env, cwd=container.get("workingDir") or None, stdout=log,
                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                            start_new_session=True)
-        except OSError as e:
+        except (OSError, ValueError, subprocess.SubprocessError) as e:   # ValueError: a NUL in argv or env
             return "failed to start container %s: exec: %s" % (container.get("name"), e)
         rt.started_at = now_rfc3339()
         return None
