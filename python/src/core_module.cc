@@ -71,42 +71,25 @@ std::vector<RefData> RefsOf(const std::vector<std::shared_ptr<PyObjectRef>>& ref
 PYBIND11_MODULE(_core, m) {
   m.doc() = "orb's C++ core for the orb Python package (do not use directly)";
 
-  // Exceptions: the C++ types, under the names orb.exceptions gives them.
+  // Exceptions: the C++ types, under the names orb.exceptions gives them. pybind11
+  // tries the most recently registered translator first, so subclasses follow the base.
   static py::exception<orb::Error> error(m, "OrbError");
-  static py::exception<orb::TaskError> task_error(m, "TaskError", error.ptr());
-  static py::exception<orb::WorkerCrashedError> worker_crashed(m, "WorkerCrashedError", error.ptr());
-  static py::exception<orb::ActorDiedError> actor_died(m, "ActorDiedError", error.ptr());
-  static py::exception<orb::ObjectLostError> object_lost(m, "ObjectLostError", error.ptr());
-  static py::exception<orb::GetTimeoutError> get_timeout(m, "GetTimeoutError", error.ptr());
-  static py::exception<orb::ObjectStoreFullError> store_full(m, "ObjectStoreFullError", error.ptr());
-  static py::exception<orb::InfeasibleError> infeasible(m, "InfeasibleError", error.ptr());
-  static py::exception<orb::CollectiveError> collective(m, "CollectiveError", error.ptr());
-  static py::exception<orb::RuntimeEnvError> runtime_env(m, "RuntimeEnvError", error.ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const orb::TaskError& e) {
-      task_error(e.what());
-    } catch (const orb::WorkerCrashedError& e) {
-      worker_crashed(e.what());
-    } catch (const orb::ActorDiedError& e) {
-      actor_died(e.what());
-    } catch (const orb::ObjectLostError& e) {
-      object_lost(e.what());
-    } catch (const orb::GetTimeoutError& e) {
-      get_timeout(e.what());
-    } catch (const orb::ObjectStoreFullError& e) {
-      store_full(e.what());
-    } catch (const orb::InfeasibleError& e) {
-      infeasible(e.what());
-    } catch (const orb::CollectiveError& e) {
-      collective(e.what());
-    } catch (const orb::RuntimeEnvError& e) {
-      runtime_env(e.what());
     } catch (const orb::Error& e) {
       error(e.what());
     }
   });
+  py::register_exception<orb::TaskError>(m, "TaskError", error.ptr());
+  py::register_exception<orb::WorkerCrashedError>(m, "WorkerCrashedError", error.ptr());
+  py::register_exception<orb::ActorDiedError>(m, "ActorDiedError", error.ptr());
+  py::register_exception<orb::ObjectLostError>(m, "ObjectLostError", error.ptr());
+  py::register_exception<orb::GetTimeoutError>(m, "GetTimeoutError", error.ptr());
+  py::register_exception<orb::ObjectStoreFullError>(m, "ObjectStoreFullError", error.ptr());
+  py::register_exception<orb::InfeasibleError>(m, "InfeasibleError", error.ptr());
+  py::register_exception<orb::CollectiveError>(m, "CollectiveError", error.ptr());
+  py::register_exception<orb::RuntimeEnvError>(m, "RuntimeEnvError", error.ptr());
 
   py::class_<PyObjectRef, std::shared_ptr<PyObjectRef>>(m, "ObjectRef")
       .def("hex", &PyObjectRef::Hex, "the object's ID as 40 hex digits")

@@ -80,6 +80,9 @@ def test_cluster_info(embedded):
 
 def test_init_twice_and_use_before_init():
     assert not orb.is_initialized()
+    with pytest.raises(orb.exceptions.OrbError, match="not HOST:PORT"):
+        orb.init(address="not-an-address")  # the C++ error, as orb.exceptions names it
+    assert not orb.is_initialized()
     with pytest.raises(RuntimeError, match="orb.init"):
         orb.put(1)
     orb.init(num_cpus=1)
