@@ -6,27 +6,68 @@
     array = orb.get(ref)            # a read-only view over the shared-memory store
     orb.shutdown()
 
-This is the first part of the Python API: the cluster and objects. Remote functions and
-actors come with Python workers.
-"""
+    @orb.remote
+    def square(x):
+        return x * x
+    orb.get([square.remote(i) for i in range(4)])   # [0, 1, 4, 9], run by Python workers
 
-from orb import _core
+    @orb.remote
+    class Counter:
+        def __init__(self):
+            self.n = 0
+        def incr(self):
+            self.n += 1
+            return self.n
+    c = Counter.remote()
+    orb.get(c.incr.remote())                        # 1
+"""
+import os
+import site
+import sys
+import sysconfig
+
+from orb import _core, _export
 from orb import exceptions
+from orb import util  # noqa: F401
 from orb._core import ObjectRef
 from orb._serialization import Serialized, deserialize
+from orb.actor import ActorClass, ActorHandle
+from orb.remote_function import RemoteFunction
 
-__all__ = ["init", "shutdown", "is_initialized", "put", "get", "wait", "nodes", "cluster_resources",
-           "available_resources", "get_runtime_context", "ObjectRef", "exceptions"]
+__all__ = ["init", "shutdown", "is_initialized", "put", "get", "wait", "remote", "method", "get_actor", "kill",
+           "nodes", "cluster_resources", "available_resources", "get_runtime_context", "ObjectRef", "ActorHandle",
+           "exceptions", "util"]
+
+
+def _worker_python_path():
+    """The driver's module search path, less what every interpreter has anyway: the
+    directories workers need to import the driver's modules (and orb itself)."""
+    standard = {os.path.realpath(p) for p in site.getsitepackages() + [site.getusersitepackages()] if p}
+    for key in ("stdlib", "platstdlib"):
+        standard.add(os.path.realpath(sysconfig.get_path(key)))
+    path = []
+    for entry in sys.path + [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]:
+        entry = os.path.abspath(entry or os.getcwd())
+        real = os.path.realpath(entry)
+        if not os.path.isdir(entry) or real in standard or any(real.startswith(s + os.sep) for s in standard):
+            continue
+        if entry not in path:
+            path.append(entry)
+    return path
 
 
 def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resources=None,
-         object_store_memory=None, local_mode=False, ignore_reinit_error=False):
+         object_store_memory=None, local_mode=False, ignore_reinit_error=False, code_search_path=None):
     """Connects this program to a cluster, or starts a local one for it.
 
     address: "HOST:PORT" of a running cluster's GCS, "auto" for the local one; None:
     $ORB_ADDRESS, else a cluster (a GCS and a raylet) started for this program and
     stopped at shutdown(). num_cpus, num_gpus, resources and object_store_memory size
-    that local cluster.
+    that local cluster. code_search_path: directories of C++ libraries with ORB_REMOTE
+    functions, for cross-language calls.
+
+    The job's Python workers run this interpreter, with this program's module search
+    path: functions and classes defined in its modules import there.
     """
     if _core.is_initialized():
         if ignore_reinit_error:
@@ -35,17 +76,22 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                            "(or pass ignore_reinit_error=True)")
     if resources is not None and not isinstance(resources, dict):
         raise TypeError("resources must be a dict of resource name to amount, not %s" % type(resources).__name__)
+    if local_mode:
+        raise ValueError("local_mode is not supported by orb's Python API yet: use orb.init() (a local cluster)")
+    _core.set_python_workers(sys.executable, _worker_python_path())
     _core.init(address=address or "", namespace=namespace or "",
                num_cpus=-1.0 if num_cpus is None else float(num_cpus),
                num_gpus=-1.0 if num_gpus is None else float(num_gpus),
                resources={str(k): float(v) for k, v in (resources or {}).items()},
-               object_store_memory=int(object_store_memory or 0), local_mode=bool(local_mode))
+               object_store_memory=int(object_store_memory or 0), local_mode=False,
+               code_search_path=[os.path.abspath(p) for p in (code_search_path or [])])
 
 
 def shutdown():
     """Disconnects; stops the cluster init() started, if it did."""
     if _core.is_initialized():
         _core.shutdown()
+    _export.forget()
 
 
 def is_initialized():
@@ -63,8 +109,7 @@ def put(value):
     _check_initialized("put")
     if isinstance(value, ObjectRef):
         raise TypeError("orb.put() of an ObjectRef is not allowed (as in Ray): put the value, or pass the ref")
-    serialized = Serialized(value)
-    return _core.put(serialized.size, serialized.write)
+    return _core.put(Serialized(value))
 
 
 def _timeout_ms(timeout):
@@ -103,6 +148,59 @@ def wait(refs, *, num_returns=1, timeout=None):
     ready = [r for r, f in zip(refs, flags) if f][:num_returns] if num_returns else []
     chosen = set(ready)
     return ready, [r for r in refs if r not in chosen]
+
+
+def remote(*args, **options):
+    """Makes a function a remote function, or a class an actor class:
+
+        @orb.remote
+        def f(x): ...
+        @orb.remote(num_cpus=2, max_retries=1)
+        def g(x): ...
+        @orb.remote(max_restarts=-1)
+        class Worker: ...
+    """
+    def make(target):
+        if isinstance(target, type):
+            return ActorClass(target, options)
+        if callable(target):
+            return RemoteFunction(target, options)
+        raise TypeError("@orb.remote applies to a function or a class, not %r" % (target,))
+
+    if len(args) == 1 and not options and callable(args[0]):
+        return make(args[0])
+    if args:
+        raise TypeError("@orb.remote takes options by keyword: @orb.remote(num_cpus=1)")
+    return make
+
+
+def method(**options):
+    """Ray's @ray.method: options for one actor method (num_returns=1 only, for now)."""
+    if options.get("num_returns", 1) != 1 or set(options) - {"num_returns"}:
+        raise ValueError("@orb.method supports num_returns=1 only, for now")
+
+    def mark(function):
+        return function
+    return mark
+
+
+def get_actor(name, namespace=None):
+    """The handle of the live actor named `name` (in `namespace`, default the job's);
+    ValueError when there is none."""
+    _check_initialized("get_actor")
+    actor_id = _core.get_named_actor(name, namespace or "")
+    if not actor_id:
+        raise ValueError("Failed to look up actor with name %r in namespace %r" % (name, namespace or _core.namespace()))
+    return ActorHandle(actor_id, name)
+
+
+def kill(actor, *, no_restart=True):
+    """Ends an actor now (its calls in flight fail with ActorDiedError); with
+    no_restart=False it restarts if it has restarts left."""
+    _check_initialized("kill")
+    if not isinstance(actor, ActorHandle):
+        raise TypeError("orb.kill() takes an actor handle, not %s" % type(actor).__name__)
+    _core.kill_actor(actor._actor_id, no_restart)
 
 
 def nodes():
@@ -148,6 +246,16 @@ class RuntimeContext:
 
     def get_job_id(self):
         return _core.job_id()
+
+    def get_task_id(self):
+        return _core.task_id() or None
+
+    def get_actor_id(self):
+        return _core.current_actor_id() or None
+
+    @property
+    def was_current_actor_reconstructed(self):
+        return _core.was_current_actor_restarted()
 
     @property
     def namespace(self):

@@ -1,22 +1,32 @@
 """How orb lays out a Python value in the object store.
 
-A value is pickled with protocol 5; buffers that support it (numpy arrays, torch
-tensors through numpy, bytearrays, PickleBuffer) go out of band, so that they are
-copied once, into the value's final place, and come back as views over that memory:
+A value is pickled (cloudpickle, so lambdas and classes defined in __main__ travel)
+with protocol 5; buffers that support it (numpy arrays, torch tensors through numpy,
+bytearrays, PickleBuffer) go out of band, so that they are copied once, into the
+value's final place, and come back as views over that memory:
 
-    magic "ORBP" | version (1 byte) | 3 bytes zero | buffer count (u32)
+    magic "ORBP" | version (1 byte) | flags (1 byte) | 2 bytes zero | buffer count (u32)
     | pickle length (u64) | per buffer: offset (u64), length (u64)
     | the pickle stream | each buffer at a 64-byte aligned offset
+
+Flags: bit 0 set: the value is a task's failure — (function name, traceback text, the
+exception or None, its type's name) — raised again where it is read.
 
 Reading gives read-only views: an array that came from the store is not writeable
 (as in Ray), and it keeps the object pinned in the store while it lives.
 """
 import pickle
 import struct
+import traceback
+
+import cloudpickle
+
+from orb import _core
 
 MAGIC = b"ORBP"
 VERSION = 1
-_HEAD = struct.Struct("<4sB3xIQ")
+FLAG_ERROR = 1
+_HEAD = struct.Struct("<4sBB2xIQ")
 _SPAN = struct.Struct("<QQ")
 ALIGN = 64
 
@@ -26,11 +36,18 @@ def _aligned(n):
 
 
 class Serialized:
-    """A value ready to be written: its size, and `write(memoryview)` to put it there."""
+    """A value ready to be written: its `size`, `write(memoryview)` to put it there, and
+    `refs`, the ObjectRefs pickled inside it (held until the value is stored)."""
 
-    def __init__(self, value):
+    def __init__(self, value, what="value", flags=0):
         self._buffers = []
-        self._stream = pickle.dumps(value, protocol=5, buffer_callback=self._buffers.append)
+        try:
+            self._stream = cloudpickle.dumps(value, protocol=5, buffer_callback=self._buffers.append)
+        except Exception as e:
+            _core.take_serialized_refs()  # released: the value goes nowhere
+            raise TypeError("orb cannot serialize %s of type %s: %s" % (what, type(value).__name__, e)) from e
+        self.refs = _core.take_serialized_refs()
+        self._flags = flags
         self._raws = [b.raw() for b in self._buffers]
         header = _HEAD.size + _SPAN.size * len(self._raws)
         self._spans = []
@@ -44,7 +61,7 @@ class Serialized:
     def write(self, view):
         """Writes the value into `view` (a writable memoryview of exactly `size` bytes)."""
         view = view.cast("B")
-        _HEAD.pack_into(view, 0, MAGIC, VERSION, len(self._raws), len(self._stream))
+        _HEAD.pack_into(view, 0, MAGIC, VERSION, self._flags, len(self._raws), len(self._stream))
         at = _HEAD.size
         for start, length in self._spans:
             _SPAN.pack_into(view, at, start, length)
@@ -56,15 +73,30 @@ class Serialized:
             b.release()
 
 
+def serialize_error(function_name, error):
+    """A task's failure as a value: the exception (when it pickles), its traceback and
+    where it happened, raised again by whoever reads the value."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    cause = error
+    try:
+        cloudpickle.dumps(error)
+    except Exception:
+        cause = None
+    _core.take_serialized_refs()
+    return Serialized((function_name, text, cause, type(error).__name__), flags=FLAG_ERROR)
+
+
 def deserialize(buffer):
-    """The value held by `buffer` (anything with the buffer protocol), read in place."""
+    """The value held by `buffer` (anything with the buffer protocol), read in place.
+    A failed task's value raises its error (orb.exceptions.TaskError, also an instance
+    of the original exception's class where it can be)."""
     view = memoryview(buffer).cast("B")
     if view.nbytes < _HEAD.size:
         raise ValueError("not an orb Python value: %d bytes" % view.nbytes)
-    magic, version, count, length = _HEAD.unpack_from(view, 0)
+    magic, version, flags, count, length = _HEAD.unpack_from(view, 0)
     if magic != MAGIC:
         raise TypeError("this object was not made by Python (it may be a C++ value); "
-                        "it cannot be read as a Python value yet")
+                        "it cannot be read as a Python value")
     if version != VERSION:
         raise ValueError("orb Python value version %d is not known here (this orb reads %d)" % (version, VERSION))
     at = _HEAD.size
@@ -73,4 +105,13 @@ def deserialize(buffer):
         start, size = _SPAN.unpack_from(view, at)
         at += _SPAN.size
         buffers.append(view[start:start + size])
-    return pickle.loads(view[at:at + length], buffers=buffers)
+    value = pickle.loads(view[at:at + length], buffers=buffers)
+    if flags & FLAG_ERROR:
+        from orb.exceptions import task_error
+        raise task_error(*value)
+    return value
+
+
+def rebuild_ref(object_id, owner):
+    """An ObjectRef read out of a value: this process now borrows the object."""
+    return _core._rebuild_ref(object_id, owner)

@@ -94,6 +94,8 @@ absl::Status CoreWorker::Start() {
     add.mutable_job()->set_driver_pid(getpid());
     add.mutable_job()->set_worker_executable(options_.worker_executable);
     for (const auto& p : options_.code_search_path) add.mutable_job()->add_code_search_path(p);
+    add.mutable_job()->set_python_executable(options_.python_executable);
+    for (const auto& p : options_.python_path) add.mutable_job()->add_python_path(p);
     add.mutable_job()->set_namespace_(options_.ray_namespace);
     add.mutable_job()->set_detached_actors_by_default(options_.detached_actors_by_default);
     auto job = gcs_->CallSync<rpc::AddJobReply>(ORB_RPC(AddJob), add, retrying);
@@ -299,6 +301,7 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   spec.set_max_retries(options.max_retries);
   spec.set_name(options.name);
   spec.set_runtime_env(EffectiveRuntimeEnv(options.runtime_env));
+  spec.set_language(static_cast<rpc::Language>(options.language));
   *spec.mutable_caller() = self_address_;
   auto* scheduling = spec.mutable_scheduling();
   scheduling->set_strategy(static_cast<rpc::SchedulingOptions::Strategy>(options.strategy));

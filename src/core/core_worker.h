@@ -43,6 +43,8 @@ struct CoreWorkerOptions {
   // Driver only: how raylets start this job's workers.
   std::string worker_executable;
   std::vector<std::string> code_search_path;
+  std::string python_executable;  // empty: the raylet's
+  std::vector<std::string> python_path;
   std::string ray_namespace;
   // Driver only: the lifetime of actors that do not choose one.
   bool detached_actors_by_default = false;

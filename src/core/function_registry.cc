@@ -11,7 +11,23 @@ struct FunctionRegistry::Impl {
   std::map<std::string, ActorFactory> factories;
   std::map<std::string, ActorMethod> methods;
   std::map<std::string, std::string> name_by_key;
+  FunctionResolver resolver;
 };
+
+namespace {
+
+// The entry for `name` in `table`, made by `resolve` when there is none (and it can).
+template <class Fn, class Resolve>
+const Fn* FindOrResolve(std::map<std::string, Fn>& table, const std::string& name, const Resolve& resolve) {
+  auto it = table.find(name);
+  if (it != table.end()) return it->second ? &it->second : nullptr;
+  if (!resolve) return nullptr;
+  Fn made = resolve(name);
+  if (!made) return nullptr;
+  return &table.emplace(name, std::move(made)).first->second;
+}
+
+}  // namespace
 
 FunctionRegistry::FunctionRegistry() : impl_(new Impl) {}
 
@@ -39,22 +55,24 @@ void FunctionRegistry::RegisterMethod(const std::string& name, const std::string
   impl_->name_by_key[key] = name;
 }
 
+void FunctionRegistry::SetResolver(FunctionResolver resolver) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->resolver = std::move(resolver);
+}
+
 const ActorFactory* FunctionRegistry::FindFactory(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  auto it = impl_->factories.find(name);
-  return it == impl_->factories.end() ? nullptr : &it->second;
+  return FindOrResolve(impl_->factories, name, impl_->resolver.factory);
 }
 
 const ActorMethod* FunctionRegistry::FindMethod(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  auto it = impl_->methods.find(name);
-  return it == impl_->methods.end() ? nullptr : &it->second;
+  return FindOrResolve(impl_->methods, name, impl_->resolver.method);
 }
 
 const Invoker* FunctionRegistry::Find(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  auto it = impl_->by_name.find(name);
-  return it == impl_->by_name.end() || !it->second ? nullptr : &it->second;
+  return FindOrResolve(impl_->by_name, name, impl_->resolver.function);
 }
 
 std::string FunctionRegistry::NameOf(const std::string& key) const {

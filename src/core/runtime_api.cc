@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 
 #include "common/logging.h"
@@ -24,6 +25,12 @@ namespace {
 std::unique_ptr<EmbeddedCluster> g_cluster;
 std::unique_ptr<Runtime> g_runtime;
 CoreWorker* g_worker = nullptr;  // g_runtime, when it is a cluster's
+// SetPythonWorkers: how this job's Python workers start.
+std::string g_python_executable;
+std::vector<std::string> g_python_path;
+// Local mode's key-value storage (a cluster's is the GCS's).
+std::mutex g_local_kv_mu;
+std::map<std::string, std::string> g_local_kv;
 
 Runtime& TheRuntime() {
   if (!g_runtime) throw Error("orb is not initialized: call orb::Init() first");
@@ -141,7 +148,13 @@ void Init(const Config& base, int argc, char** argv) {
   for (const auto& p : config.code_search_path) {
     options.code_search_path.push_back(std::filesystem::absolute(p).string());
   }
-  if (options.code_search_path.empty()) options.worker_executable = SelfExecutablePath();
+  // A C++ program is its own worker; a Python one's C++ functions come from libraries
+  // on the code search path, run by the raylet's default worker.
+  if (options.code_search_path.empty() && g_python_executable.empty()) {
+    options.worker_executable = SelfExecutablePath();
+  }
+  options.python_executable = g_python_executable;
+  options.python_path = g_python_path;
   options.ray_namespace = config.ray_namespace;
   options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
   options.runtime_env = JobRuntimeEnv(config);
@@ -185,6 +198,32 @@ void Shutdown() {
 }
 
 bool IsInitialized() { return g_runtime != nullptr; }
+
+void SetPythonWorkers(const std::string& executable, const std::vector<std::string>& path) {
+  g_python_executable = executable;
+  g_python_path = path;
+}
+
+void KvPut(const std::string& ns, const std::string& key, const std::string& value) {
+  TheRuntime();
+  if (g_worker) return g_worker->KvPut(ns, key, value);
+  std::lock_guard<std::mutex> lock(g_local_kv_mu);
+  g_local_kv[ns + '\0' + key] = value;
+}
+
+bool KvGet(const std::string& ns, const std::string& key, std::string* value) {
+  TheRuntime();
+  if (g_worker) {
+    auto found = g_worker->KvGet(ns, key);
+    if (found) *value = std::move(*found);
+    return found.has_value();
+  }
+  std::lock_guard<std::mutex> lock(g_local_kv_mu);
+  auto it = g_local_kv.find(ns + '\0' + key);
+  if (it == g_local_kv.end()) return false;
+  *value = it->second;
+  return true;
+}
 
 bool IsLocalMode() { return g_runtime && !g_worker; }
 

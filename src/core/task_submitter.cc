@@ -9,13 +9,13 @@
 namespace orb {
 namespace {
 
-// Tasks share leases when they need the same resources, placement and runtime
-// environment.
+// Tasks share leases when they need the same resources, placement, runtime environment
+// and language.
 std::string ShapeKey(const std::map<std::string, double>& resources, const rpc::SchedulingOptions& scheduling,
-                     const std::string& runtime_env) {
+                     const std::string& runtime_env, rpc::Language language) {
   std::ostringstream os;
   for (const auto& [k, v] : resources) os << k << '=' << v << ';';
-  os << '|' << std::hash<std::string>()(runtime_env);
+  os << '|' << std::hash<std::string>()(runtime_env) << '|' << language;
   // Hex keeps the key valid UTF-8: it travels in a proto string field.
   std::string bytes = scheduling.SerializeAsString();
   os << '|' << id_internal::ToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -107,11 +107,12 @@ void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
 
 void TaskSubmitter::Enqueue(rpc::TaskSpec spec) {
   std::map<std::string, double> resources(spec.resources().begin(), spec.resources().end());
-  std::string key = ShapeKey(resources, spec.scheduling(), spec.runtime_env());
+  std::string key = ShapeKey(resources, spec.scheduling(), spec.runtime_env(), spec.language());
   ShapeQueue& queue = queues_[key];
   queue.resources = resources;
   queue.scheduling = spec.scheduling();
   queue.runtime_env = spec.runtime_env();
+  queue.language = spec.language();
   queue.pending.push_back(std::move(spec));
   Pump(key);
 }
@@ -148,6 +149,7 @@ void TaskSubmitter::RequestLease(const std::string& key, std::shared_ptr<RpcClie
   request.set_grant_or_reject(spilled);
   *request.mutable_scheduling() = queue.scheduling;
   request.set_runtime_env(queue.runtime_env);
+  request.set_language(queue.language);
   for (const auto& [k, v] : queue.resources) (*request.mutable_resources())[k] = v;
   CallOptions call;
   call.timeout = std::chrono::hours(24);  // a lease may wait long for resources

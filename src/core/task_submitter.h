@@ -75,6 +75,7 @@ class TaskSubmitter {
     std::map<std::string, double> resources;
     rpc::SchedulingOptions scheduling;
     std::string runtime_env;
+    rpc::Language language = rpc::CPP;
     std::deque<rpc::TaskSpec> pending;
     // Tasks of a batch whose worker died, not charged for it: pushed alone until one runs.
     std::unordered_set<std::string> suspects;

@@ -172,6 +172,7 @@ void ActorManager::RequestLease(const std::string& actor_id, uint64_t attempt, c
   request.set_scheduling_class("actor:" + actors_[actor_id].class_name());
   *request.mutable_scheduling() = spec.scheduling();
   request.set_runtime_env(spec.runtime_env());
+  request.set_language(spec.language());
   request.set_grant_or_reject(spilled);
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a lease may queue until resources free up

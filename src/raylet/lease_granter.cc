@@ -142,7 +142,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
   PendingLease pending{next_seq_++, JobID::FromBinary(request.job_id()), scheduling->resources,
                        std::move(callback), WorkerID::FromBinary(request.requester_worker_id()), *scheduling};
   pending.spilled_here = request.grant_or_reject();
-  pending.runtime_env = request.runtime_env();
+  pending.worker_kind = WorkerKind{request.runtime_env(), request.language()};
   if (request.grant_or_reject()) {
     // Sent here by another raylet: serve it here, or send it back to be scheduled again.
     if (!LocallyFeasible(pending.scheduling)) return pending.callback(Rejection(rpc::ERROR_NONE, "node changed"));
@@ -273,15 +273,15 @@ void LeaseGranter::Dispatch() {
       ++it;
       continue;
     }
-    if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.runtime_env)) {
+    if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.worker_kind)) {
       Grant(pending, worker);
       it = queue_.erase(it);
       continue;
     }
-    int wanted = ++waiting_for_worker[pending.job.Binary() + pending.runtime_env];
-    if (pool_->NumStarting(pending.job, pending.runtime_env) < wanted &&
+    int wanted = ++waiting_for_worker[pending.job.Binary() + pending.worker_kind.Key()];
+    if (pool_->NumStarting(pending.job, pending.worker_kind) < wanted &&
         pool_->NumStartingTotal() < pool_->max_starting()) {
-      if (auto s = pool_->StartWorker(job->second, pending.runtime_env); !s.ok()) {
+      if (auto s = pool_->StartWorker(job->second, pending.worker_kind); !s.ok()) {
         rpc::RequestWorkerLeaseReply reply;
         reply.set_rejected(true);
         // A bad environment stays bad; other failures (no executable...) fail the work too.

@@ -100,7 +100,7 @@ class LeaseGranter {
     WorkerID requester;
     SchedulingRequest scheduling;
     bool spilled_here = false;  // sent by another raylet: stays here
-    std::string runtime_env;    // its worker's environment (canonical JSON)
+    WorkerKind worker_kind;     // its worker's environment and language
     bool warned_waiting = false;  // logged that it waits for the autoscaler
   };
   struct Lease {

@@ -102,6 +102,8 @@ absl::Status Raylet::Start() {
   pool.session_dir = options_.session_dir;
   pool.token = options_.token;
   pool.default_worker_path = options_.default_worker_path;
+  pool.python_executable = options_.python_executable;
+  pool.python_path = options_.python_path;
   pool.idle_timeout = options_.idle_worker_timeout;
   pool.max_starting = std::max(2, static_cast<int>(options_.resources.Get("CPU")));
   worker_pool_ = std::make_unique<WorkerPool>(pool, [this](const WorkerProcess& w) { OnWorkerDeath(w); });

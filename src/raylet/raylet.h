@@ -48,6 +48,8 @@ struct RayletOptions {
   std::string session_dir;
   std::string token;
   std::string default_worker_path;
+  std::string python_executable = "python3";  // runs Python workers of jobs that name none
+  std::vector<std::string> python_path;        // on Python workers' module search path
   std::chrono::milliseconds idle_worker_timeout{60000};
   std::chrono::milliseconds infeasible_grace{3000};
   int64_t max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request served

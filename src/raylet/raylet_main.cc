@@ -68,6 +68,9 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--session-dir", options.session_dir, "session directory (logs of workers go to its logs/)");
   app.add_option("--token-file", token_file, "file holding the cluster token");
   app.add_option("--default-worker", options.default_worker_path, "worker binary for jobs that use code_search_path");
+  app.add_option("--python-executable", options.python_executable,
+                 "Python interpreter for the Python workers of jobs that name none (C++ jobs calling Python; "
+                 "default: /usr/bin/python3 where it exists, else python3 on PATH)");
   app.add_option("--idle-worker-timeout-ms", idle_ms, "stop workers idle this long")->check(CLI::PositiveNumber);
   app.add_option("--infeasible-grace-ms", infeasible_ms, "answer INFEASIBLE after this long")
       ->check(CLI::NonNegativeNumber);
@@ -113,6 +116,15 @@ int RayletMain(int argc, char** argv) {
     const char* bin = std::getenv("ORB_BIN_DIR");
     std::string dir = bin && *bin ? bin : SelfExecutableDir();
     options.default_worker_path = dir + "/orb_default_worker";
+  }
+  if (options.python_executable == "python3" && std::filesystem::exists("/usr/bin/python3")) {
+    options.python_executable = "/usr/bin/python3";
+  }
+  // A build tree keeps the orb Python package beside bin/; Python workers find it there
+  // when it is not installed.
+  std::string python_dir = SelfExecutableDir() + "/../python";
+  if (std::filesystem::exists(python_dir + "/orb/__init__.py")) {
+    options.python_path.push_back(std::filesystem::weakly_canonical(python_dir).string());
   }
 
   auto raylet = Raylet::Create(options);

@@ -16,8 +16,22 @@ namespace orb {
 WorkerPool::WorkerPool(WorkerPoolOptions options, DeathCallback on_death)
     : options_(std::move(options)), on_death_(std::move(on_death)) {}
 
-absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const std::string& runtime_env) {
+namespace {
+
+std::string JoinPath(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (p.empty()) continue;
+    out += (out.empty() ? "" : ":") + p;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& kind) {
   JobID job_id = JobID::FromBinary(job.job_id());
+  const std::string& runtime_env = kind.runtime_env;
   auto env = ParseRuntimeEnv(runtime_env);
   if (!env.ok()) return absl::FailedPreconditionError(env.status().message());
   ProcessOptions process;
@@ -28,18 +42,34 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const std::string&
     }
     process.working_dir = env->working_dir;
   }
-  std::string executable = job.worker_executable();
-  std::string code_path;
-  for (const auto& p : job.code_search_path()) code_path += (code_path.empty() ? "" : ":") + p;
-  std::string env_code_path;  // loaded by whichever executable runs the worker
-  for (const auto& p : env->code_search_path) env_code_path += (env_code_path.empty() ? "" : ":") + p;
-  if (!code_path.empty() || executable.empty()) executable = options_.default_worker_path;
-  if (executable.empty()) {
-    return absl::InvalidArgumentError("job " + job_id.Hex() + " names no worker executable and no code_search_path");
-  }
+  std::vector<std::string> job_code_path(job.code_search_path().begin(), job.code_search_path().end());
+  std::string code_path = JoinPath(job_code_path);
+  // Loaded (C++) or searched for modules (Python) by whichever worker runs.
+  std::string env_code_path = JoinPath(env->code_search_path);
   WorkerID id = WorkerID::FromRandom();
-  process.argv = {executable, "--orb-worker-mode"};
-  process.env = {{"ORB_WORKER_MODE", "1"},
+  if (kind.language == rpc::PYTHON) {
+    // The job's own module path first, then the code search paths (a C++ job's Python
+    // code), then where this raylet's orb package is.
+    std::vector<std::string> path(job.python_path().begin(), job.python_path().end());
+    path.insert(path.end(), job_code_path.begin(), job_code_path.end());
+    path.insert(path.end(), env->code_search_path.begin(), env->code_search_path.end());
+    path.insert(path.end(), options_.python_path.begin(), options_.python_path.end());
+    const char* inherited = std::getenv("PYTHONPATH");
+    if (inherited && *inherited) path.push_back(inherited);
+    std::string python = job.python_executable().empty() ? options_.python_executable : job.python_executable();
+    process.argv = {python, "-m", "orb._worker"};
+    process.env["PYTHONPATH"] = JoinPath(path);
+    process.env["PYTHONUNBUFFERED"] = "1";  // prints reach the log as they happen
+  } else {
+    std::string executable = job.worker_executable();
+    if (!code_path.empty() || executable.empty()) executable = options_.default_worker_path;
+    if (executable.empty()) {
+      return absl::InvalidArgumentError("job " + job_id.Hex() + " names no worker executable and no code_search_path");
+    }
+    process.argv = {executable, "--orb-worker-mode"};
+  }
+  std::map<std::string, std::string> orb_env = {
+{"ORB_WORKER_MODE", "1"},
                  {"ORB_WORKER_ID", id.Hex()},
                  {"ORB_JOB_ID", job_id.Hex()},
                  {"ORB_NODE_ID", options_.node_id_hex},
@@ -53,7 +83,12 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const std::string&
                  {"ORB_CODE_SEARCH_PATH", code_path + (code_path.empty() || env_code_path.empty() ? "" : ":") +
                                               env_code_path},
                  {"ORB_RUNTIME_ENV", runtime_env}};
+  process.env.insert(orb_env.begin(), orb_env.end());
   for (const auto& [name, value] : env->env_vars) {
+    if (name == "PYTHONPATH" && process.env.count(name)) {  // the user's directories first
+      process.env[name] = value + ":" + process.env[name];
+      continue;
+    }
     if (process.env.count(name)) return absl::FailedPreconditionError("env_vars may not set " + name + " (orb's own)");
     process.env[name] = value;
   }
@@ -66,7 +101,7 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const std::string&
   WorkerProcess& w = workers_[id];
   w.id = id;
   w.job = job_id;
-  w.runtime_env = runtime_env;
+  w.kind = kind;
   w.pid = *pid;
   spdlog::debug("started worker {} pid {} for job {}", id.Hex(), *pid, job_id.Hex());
   return absl::OkStatus();
@@ -103,10 +138,10 @@ void WorkerPool::Disconnect(const WorkerID& id) {
   }
 }
 
-WorkerProcess* WorkerPool::PopIdle(const JobID& job, const std::string& runtime_env) {
+WorkerProcess* WorkerPool::PopIdle(const JobID& job, const WorkerKind& kind) {
   WorkerProcess* best = nullptr;
   for (auto& [id, w] : workers_) {
-    if (w.job != job || w.runtime_env != runtime_env || w.state != WorkerProcess::State::kIdle) continue;
+    if (w.job != job || w.kind != kind || w.state != WorkerProcess::State::kIdle) continue;
     // The most recently idle worker is warmest (its caches, its pages).
     if (!best || w.idle_since > best->idle_since) best = &w;
   }
@@ -223,10 +258,10 @@ void WorkerPool::KillAll() {
   workers_.clear();
 }
 
-int WorkerPool::NumStarting(const JobID& job, const std::string& runtime_env) const {
+int WorkerPool::NumStarting(const JobID& job, const WorkerKind& kind) const {
   int n = 0;
   for (const auto& [id, w] : workers_) {
-    n += (w.job == job && w.runtime_env == runtime_env && w.state == WorkerProcess::State::kStarting);
+    n += (w.job == job && w.kind == kind && w.state == WorkerProcess::State::kStarting);
   }
   return n;
 }

@@ -34,16 +34,31 @@ struct WorkerPoolOptions {
   std::string session_dir;
   std::string token;
   std::string default_worker_path;  // runs jobs that set code_search_path
+  // Runs Python workers of jobs that name no interpreter; `python_path` is put on their
+  // module search path (where the orb package is, when it is not installed).
+  std::string python_executable = "python3";
+  std::vector<std::string> python_path;
   std::chrono::milliseconds idle_timeout{60000};
   // At most this many workers start at once (starting is CPU-heavy on a small node).
   int max_starting = 4;
+};
+
+// What a worker serves besides its job: tasks that need the same runtime environment
+// and are written in the same language.
+struct WorkerKind {
+  std::string runtime_env;  // canonical JSON (common/runtime_env_spec.h); empty: none
+  rpc::Language language = rpc::CPP;
+  bool operator==(const WorkerKind& o) const { return runtime_env == o.runtime_env && language == o.language; }
+  bool operator!=(const WorkerKind& o) const { return !(*this == o); }
+  // A key that tells kinds apart.
+  std::string Key() const { return std::to_string(language) + "|" + runtime_env; }
 };
 
 struct WorkerProcess {
   enum class State { kStarting, kIdle, kLeased };
   WorkerID id;
   JobID job;
-  std::string runtime_env;  // the environment it was started in; it serves only that
+  WorkerKind kind;  // how it was started; it serves only tasks of that kind
   pid_t pid = 0;
   int port = 0;
   std::string unix_socket;
@@ -60,17 +75,17 @@ class WorkerPool {
   using DeathCallback = std::function<void(const WorkerProcess&)>;
   WorkerPool(WorkerPoolOptions options, DeathCallback on_death);
 
-  // Starts a worker for `job` in `runtime_env` (canonical JSON, see
-  // common/runtime_env_spec.h). InvalidArgument when the job has no way to run workers;
-  // FailedPrecondition, naming the cause, when the environment cannot be set up.
-  absl::Status StartWorker(const rpc::JobInfo& job, const std::string& runtime_env = "");
+  // Starts a worker of `kind` for `job`: the job's executable (C++) or a Python
+  // interpreter running orb._worker. InvalidArgument when the job has no way to run
+  // workers; FailedPrecondition, naming the cause, when the environment cannot be set up.
+  absl::Status StartWorker(const rpc::JobInfo& job, const WorkerKind& kind = {});
   // A started worker (or a driver) reports its port. NotFound for an unknown worker ID.
   absl::Status Register(const WorkerID& id, const JobID& job, pid_t pid, int port, const std::string& unix_socket,
                         bool is_driver);
   void Disconnect(const WorkerID& id);
 
-  // An idle worker of `job` in `runtime_env`, now marked leased; null when there is none.
-  WorkerProcess* PopIdle(const JobID& job, const std::string& runtime_env = "");
+  // An idle worker of `job` and `kind`, now marked leased; null when there is none.
+  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {});
   void PushIdle(const WorkerID& id);
   void Kill(const WorkerID& id);
   // Reaps exited children and forgets dead drivers, calling on_death for each.
@@ -81,7 +96,7 @@ class WorkerPool {
   // Kills the idle workers of a finished job (not those the GCS holds for actors).
   void StopWorkersOf(const JobID& job);
 
-  int NumStarting(const JobID& job, const std::string& runtime_env = "") const;
+  int NumStarting(const JobID& job, const WorkerKind& kind = {}) const;
   int NumStartingTotal() const;
   int max_starting() const { return options_.max_starting; }
   const WorkerProcess* Find(const WorkerID& id) const;

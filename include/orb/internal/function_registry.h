@@ -31,9 +31,20 @@ class ArgumentError : public Error {
   using Error::Error;
 };
 
+// Makes functions on demand for names nothing registered: a Python worker's functions
+// arrive with its job, not at static initialization. Each member returns an empty
+// function for a name it does not serve; what it returns is kept under that name.
+struct FunctionResolver {
+  std::function<Invoker(const std::string& name)> function;
+  std::function<ActorFactory(const std::string& name)> factory;
+  std::function<ActorMethod(const std::string& name)> method;
+};
+
 class FunctionRegistry {
  public:
   static FunctionRegistry& Instance();
+  // Consulted by the Find* calls below for names not registered.
+  void SetResolver(FunctionResolver resolver);
   void Register(const std::string& name, const std::string& key, Invoker invoker);
   void RegisterFactory(const std::string& name, const std::string& key, ActorFactory factory);
   void RegisterMethod(const std::string& name, const std::string& key, ActorMethod method);

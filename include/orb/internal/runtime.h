@@ -16,6 +16,8 @@ namespace orb {
 struct NodeInfo;
 namespace internal {
 
+enum class Language { kCpp = 0, kPython = 1 };
+
 // A value's serialized bytes: held inline, or mapped from the node's object store
 // (zero-copy; the store keeps the object pinned while this buffer lives).
 class ValueBuffer {
@@ -53,6 +55,8 @@ struct TaskOptionsData {
   std::string placement_group_id;   // hex; empty: not in a group
   int bundle_index = -1;            // -1: any bundle of the group
   std::string runtime_env;          // RuntimeEnv::Serialize(); empty: the job's (or parent's)
+  // The language the function is written in: a worker of that language runs it.
+  Language language = Language::kCpp;
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so
@@ -73,6 +77,12 @@ struct ActorOptionsData {
 struct ActorExitSignal {};
 
 void Init(const Config& config, int argc, char** argv);
+// Before Init, in a Python driver: how raylets start the job's Python workers (the
+// interpreter and its module search path).
+void SetPythonWorkers(const std::string& executable, const std::vector<std::string>& path);
+// Job-wide key-value storage in the GCS (namespace `ns`); used to export code.
+void KvPut(const std::string& ns, const std::string& key, const std::string& value);
+bool KvGet(const std::string& ns, const std::string& key, std::string* value);
 void Shutdown();
 bool IsInitialized();
 bool IsLocalMode();

@@ -1,0 +1,33 @@
+"""Task arguments on the wire: one leading entry naming the keyword arguments (raw
+bytes: the names joined by NUL, empty when there are none), then each value in order.
+A top-level ObjectRef is passed by reference (the task gets its value, as in Ray);
+anything else is serialized, and put into the object store first when large, so that
+a big array crosses as a reference and is read in place."""
+from orb import _core
+from orb._core import ObjectRef
+from orb._serialization import Serialized, deserialize
+
+# Serialized arguments larger than this go through the object store.
+PUT_ARGUMENTS_OVER = 100 * 1024
+
+
+def pack(args, kwargs, function_name):
+    names = list(kwargs)
+    out = [b"\0".join(n.encode() for n in names)]
+    for i, value in enumerate(list(args) + [kwargs[n] for n in names]):
+        if isinstance(value, ObjectRef):
+            out.append(value)
+            continue
+        what = ("argument %d" % i) if i < len(args) else ("argument %r" % names[i - len(args)])
+        serialized = Serialized(value, what="%s of %s" % (what, function_name))
+        out.append(_core.put(serialized) if serialized.size > PUT_ARGUMENTS_OVER else serialized)
+    return out
+
+
+def unpack(values):
+    """(args, kwargs) from the buffers a worker was given."""
+    header = bytes(values[0])
+    names = header.split(b"\0") if header else []
+    decoded = [deserialize(v) for v in values[1:]]
+    split = len(decoded) - len(names)
+    return decoded[:split], {n.decode(): v for n, v in zip(names, decoded[split:])}

@@ -1,0 +1,127 @@
+"""@orb.remote classes: actors. `Cls.remote(*args)` starts one and returns its handle;
+`handle.method.remote(*args)` calls a method (in order, one at a time unless
+max_concurrency says otherwise; `async def` methods run on the worker's asyncio loop,
+many at once). Handles pickle: pass them to tasks and other actors."""
+import inspect
+
+from orb import _arguments, _core, _export, _options
+
+
+def exit_actor():
+    """Ends the actor this is called in, after answering the current call (Ray's
+    ray.actor.exit_actor())."""
+    if not _core.current_actor_id():
+        raise TypeError("exit_actor() called outside an actor")
+    raise _core.ActorExit()
+
+
+def _is_async_class(cls):
+    return any(inspect.iscoroutinefunction(m) or inspect.isasyncgenfunction(m)
+               for _, m in inspect.getmembers(cls, predicate=inspect.isfunction))
+
+
+# An async actor runs up to this many calls at once unless max_concurrency says.
+ASYNC_DEFAULT_CONCURRENCY = 100
+
+
+class ActorClass:
+    def __init__(self, cls, options):
+        _options.check(options, _options.ACTOR_OPTIONS, "an actor class")
+        self._cls = cls
+        self._options = dict(options)
+        self._core_options = _options.actor_options(self._options)
+        if "max_concurrency" not in self._options and _is_async_class(cls):
+            self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
+        self._methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
+        self._descriptor = None
+        self._pickled = None
+        self.__name__ = cls.__name__
+        self.__qualname__ = cls.__qualname__
+        self.__doc__ = cls.__doc__
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("actor class %s cannot be instantiated directly: use %s.remote(...)" % (
+            self._cls.__qualname__, self._cls.__name__))
+
+    def options(self, **options):
+        merged = dict(self._options)
+        merged.update(options)
+        return ActorClass(self._cls, merged)
+
+    def remote(self, *args, **kwargs):
+        from orb import _check_initialized
+        _check_initialized("remote")
+        if self._options.get("get_if_exists") and self._options.get("name"):
+            found = _core.get_named_actor(self._options["name"], self._options.get("namespace") or "")
+            if found:
+                return ActorHandle(found, self._cls.__qualname__, self._methods)
+        if self._descriptor is None:
+            self._descriptor, self._pickled = _export.descriptor_of(self._cls)
+        _export.export(self._descriptor, self._pickled)
+        packed = _arguments.pack(args, kwargs, self._cls.__qualname__)
+        actor_id = _core.create_actor(self._descriptor, packed, self._core_options)
+        return ActorHandle(actor_id, self._cls.__qualname__, self._methods)
+
+    def __reduce__(self):
+        return ActorClass, (self._cls, self._options)
+
+
+class ActorMethod:
+    def __init__(self, handle, name, options=None):
+        self._handle = handle
+        self._name = name
+        self._options = options or {}
+
+    def remote(self, *args, **kwargs):
+        packed = _arguments.pack(args, kwargs, "%s.%s" % (self._handle._class_name, self._name))
+        return _core.submit_actor_task(self._handle._actor_id, self._name, packed, self._core_options())
+
+    def options(self, **options):
+        _options.check(options, _options.METHOD_OPTIONS, "an actor method")
+        if options.get("num_returns", 1) != 1:
+            raise ValueError("num_returns other than 1 is not supported yet: return a tuple")
+        merged = dict(self._options)
+        merged.update(options)
+        return ActorMethod(self._handle, self._name, merged)
+
+    def _core_options(self):
+        out = {"language": _options.LANGUAGE_PYTHON}
+        if self._options.get("name"):
+            out["name"] = str(self._options["name"])
+        return out
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("actor method %s cannot be called directly: use .%s.remote(...)" % (self._name, self._name))
+
+
+class ActorHandle:
+    """A handle to an actor. Method names are checked when the class is known here (a
+    handle from get_actor() or from another process checks them at the worker)."""
+
+    def __init__(self, actor_id, class_name, methods=None):
+        self._actor_id = actor_id
+        self._class_name = class_name
+        self._methods = methods
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        if self._methods is not None and name not in self._methods:
+            raise AttributeError("actor class %s has no method %r" % (self._class_name, name))
+        return ActorMethod(self, name)
+
+    @property
+    def actor_id(self):
+        return self._actor_id.hex()
+
+    def __repr__(self):
+        return "Actor(%s, %s)" % (self._class_name, self._actor_id.hex())
+
+    def __eq__(self, other):
+        return isinstance(other, ActorHandle) and other._actor_id == self._actor_id
+
+    def __hash__(self):
+        return hash(self._actor_id)
+
+    def __reduce__(self):
+        return ActorHandle, (self._actor_id, self._class_name, self._methods)

@@ -1,0 +1,37 @@
+"""@orb.remote functions: `f.remote(*args)` runs f on a worker and returns an ObjectRef."""
+import functools
+
+from orb import _arguments, _core, _export, _options
+
+
+class RemoteFunction:
+    def __init__(self, function, options):
+        _options.check(options, _options.TASK_OPTIONS, "a remote function")
+        self._function = function
+        self._options = dict(options)
+        self._core_options = _options.task_options(self._options)
+        self._descriptor = None
+        self._pickled = None
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("remote function %s cannot be called directly: use %s.remote(...)" % (
+            self._function.__qualname__, self._function.__name__))
+
+    def options(self, **options):
+        """A copy of this function with `options` (Ray's names) replacing its own."""
+        merged = dict(self._options)
+        merged.update(options)
+        return RemoteFunction(self._function, merged)
+
+    def remote(self, *args, **kwargs):
+        from orb import _check_initialized
+        _check_initialized("remote")
+        if self._descriptor is None:
+            self._descriptor, self._pickled = _export.descriptor_of(self._function)
+        _export.export(self._descriptor, self._pickled)
+        packed = _arguments.pack(args, kwargs, self._function.__qualname__)
+        return _core.submit_task(self._descriptor, packed, self._core_options)
+
+    def __reduce__(self):
+        return RemoteFunction, (self._function, self._options)

@@ -1,0 +1,74 @@
+"""Placement groups, as Ray's ray.util.placement_group: bundles of resources reserved
+together, for tasks and actors to run in.
+
+    pg = placement_group([{"CPU": 1}, {"CPU": 1}], strategy="STRICT_SPREAD")
+    orb.get(pg.ready())
+    Trainer.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 0)).remote()
+    remove_placement_group(pg)
+"""
+from orb import _core
+
+STRATEGIES = {"PACK": 0, "SPREAD": 1, "STRICT_PACK": 2, "STRICT_SPREAD": 3}
+
+
+class PlacementGroup:
+    def __init__(self, id_hex, bundle_specs=None):
+        self.id = bytes.fromhex(id_hex)
+        self.bundle_specs = bundle_specs or []
+
+    @property
+    def bundle_count(self):
+        return len(self.bundle_specs)
+
+    def ready(self):
+        """An ObjectRef that becomes ready (True) once every bundle is reserved."""
+        from orb.remote_function import RemoteFunction
+        from orb.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+        strategy = PlacementGroupSchedulingStrategy(self, -1)
+        return RemoteFunction(_ready_check, {"num_cpus": 0, "scheduling_strategy": strategy}).remote(self.id.hex())
+
+    def wait(self, timeout_seconds=30):
+        """True once the group is placed; False when `timeout_seconds` pass first."""
+        return _core.wait_placement_group_ready(self.id.hex(), int(timeout_seconds * 1000))
+
+    def __eq__(self, other):
+        return isinstance(other, PlacementGroup) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __repr__(self):
+        return "PlacementGroup(%s)" % self.id.hex()
+
+
+def _ready_check(id_hex):
+    return True
+
+
+def placement_group(bundles, strategy="PACK", name="", lifetime=None):
+    """Reserves `bundles` (a list of {resource: amount}) with `strategy` (PACK, SPREAD,
+    STRICT_PACK, STRICT_SPREAD); lifetime="detached" outlives the job."""
+    from orb import _check_initialized
+    _check_initialized("placement_group")
+    if not isinstance(bundles, (list, tuple)) or not bundles:
+        raise ValueError("bundles must be a non-empty list of {resource: amount} dicts")
+    for bundle in bundles:
+        if not isinstance(bundle, dict) or not bundle:
+            raise ValueError("each bundle must be a non-empty dict of resource name to amount, not %r" % (bundle,))
+        for amount in bundle.values():
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+                raise ValueError("bundle amounts must be numbers >= 0, not %r" % (amount,))
+    if strategy not in STRATEGIES:
+        raise ValueError("strategy must be one of %s, not %r" % (", ".join(STRATEGIES), strategy))
+    if lifetime not in (None, "detached", "non_detached"):
+        raise ValueError("lifetime must be \"detached\", \"non_detached\" or None, not %r" % (lifetime,))
+    specs = [{str(k): float(v) for k, v in b.items()} for b in bundles]
+    id_hex = _core.create_placement_group(specs, STRATEGIES[strategy], name or "", lifetime == "detached")
+    return PlacementGroup(id_hex, specs)
+
+
+def remove_placement_group(group):
+    """Frees the group's bundles; what runs in them is stopped."""
+    if not isinstance(group, PlacementGroup):
+        raise TypeError("remove_placement_group() takes a PlacementGroup, not %s" % type(group).__name__)
+    _core.remove_placement_group(group.id.hex())

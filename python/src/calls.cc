@@ -1,0 +1,182 @@
+// Tasks, actors and objects: orb._core's calls into the runtime boundary.
+#include "calls.h"
+
+#include <pybind11/stl.h>
+
+#include "orb/errors.h"
+#include "orb/internal/runtime.h"
+#include "orb/placement_group.h"
+#include "py_refs.h"
+
+namespace py = pybind11;
+
+namespace orb::python {
+namespace {
+
+using internal::ArgData;
+using internal::RefData;
+
+// A serialized value's bytes: `value.write(memoryview)` fills `value.size` bytes.
+std::string WriteToString(const py::handle& value) {
+  std::string out(value.attr("size").cast<size_t>(), '\0');
+  py::memoryview view = py::memoryview::from_memory(out.data(), static_cast<py::ssize_t>(out.size()));
+  value.attr("write")(view);
+  view.attr("release")();
+  return out;
+}
+
+// Arguments as orb._remote lays them out: an ObjectRef (passed by reference, arriving
+// as its value), raw bytes, or a serialized value with the refs pickled in it.
+std::vector<ArgData> ToArgs(const py::list& args) {
+  std::vector<ArgData> out;
+  out.reserve(args.size());
+  for (const auto& arg : args) {
+    ArgData data;
+    if (py::isinstance<PyObjectRef>(arg)) {
+      data.is_ref = true;
+      data.ref = arg.cast<const PyObjectRef&>().ref();
+    } else if (py::isinstance<py::bytes>(arg)) {
+      data.value = arg.cast<std::string>();
+    } else {
+      data.value = WriteToString(arg);
+      data.contained_refs = arg.attr("refs").cast<std::shared_ptr<HeldRefs>>()->Take();
+    }
+    out.push_back(std::move(data));
+  }
+  return out;
+}
+
+template <class T>
+void Set(const py::dict& d, const char* key, T* out) {
+  if (d.contains(key)) *out = d[key].cast<T>();
+}
+
+internal::TaskOptionsData ToTaskOptions(const py::dict& d) {
+  internal::TaskOptionsData o;
+  if (d.contains("resources")) {
+    o.resources = d["resources"].cast<std::map<std::string, double>>();
+    o.resources_set = true;
+  }
+  Set(d, "max_retries", &o.max_retries);
+  Set(d, "name", &o.name);
+  Set(d, "strategy", &o.strategy);
+  Set(d, "affinity_node_id", &o.affinity_node_id);
+  Set(d, "affinity_soft", &o.affinity_soft);
+  Set(d, "label_selector", &o.label_selector);
+  Set(d, "soft_label_selector", &o.soft_label_selector);
+  Set(d, "placement_group_id", &o.placement_group_id);
+  Set(d, "bundle_index", &o.bundle_index);
+  Set(d, "runtime_env", &o.runtime_env);
+  int language = 1;
+  Set(d, "language", &language);
+  o.language = static_cast<internal::Language>(language);
+  return o;
+}
+
+internal::ActorOptionsData ToActorOptions(const py::dict& d) {
+  internal::ActorOptionsData o;
+  o.placement = ToTaskOptions(d);
+  Set(d, "name", &o.name);
+  o.placement.name.clear();
+  Set(d, "namespace", &o.ray_namespace);
+  Set(d, "max_restarts", &o.max_restarts);
+  Set(d, "max_task_retries", &o.max_task_retries);
+  Set(d, "max_concurrency", &o.max_concurrency);
+  if (d.contains("detached")) {
+    o.detached = d["detached"].cast<bool>();
+    o.lifetime_set = true;
+  }
+  return o;
+}
+
+std::shared_ptr<PyObjectRef> NewRef(RefData ref) { return std::make_shared<PyObjectRef>(std::move(ref)); }
+
+}  // namespace
+
+void DefineCalls(py::module_& m) {
+  // put(value): `value.write(memoryview)` fills its `value.size` bytes in place (in the
+  // shared-memory store for large values); `value.refs`: ObjectRefs pickled in it.
+  m.def("put", [](const py::object& value) {
+    auto refs = value.attr("refs").cast<std::shared_ptr<HeldRefs>>();
+    size_t size = value.attr("size").cast<size_t>();
+    RefData ref = internal::PutWith(size, [&](char* destination) {
+      py::memoryview view = py::memoryview::from_memory(destination, static_cast<py::ssize_t>(size));
+      value.attr("write")(view);
+      view.attr("release")();
+      refs->Record();  // the stored value holds them from now on
+    });
+    return NewRef(std::move(ref));
+  });
+  m.def("submit_task", [](const std::string& function, const py::list& args, const py::dict& options) {
+    auto data = ToArgs(args);
+    auto opts = ToTaskOptions(options);
+    py::gil_scoped_release release;
+    return NewRef(internal::SubmitTask(function, std::move(data), opts));
+  });
+  m.def("create_actor", [](const std::string& factory, const py::list& args, const py::dict& options) {
+    auto data = ToArgs(args);
+    auto opts = ToActorOptions(options);
+    py::gil_scoped_release release;
+    return py::bytes(internal::CreateActor(factory, std::move(data), opts));
+  });
+  m.def("submit_actor_task",
+        [](const py::bytes& actor_id, const std::string& method, const py::list& args, const py::dict& options) {
+          auto data = ToArgs(args);
+          auto opts = ToTaskOptions(options);
+          std::string id = actor_id;
+          py::gil_scoped_release release;
+          return NewRef(internal::SubmitActorTask(id, method, std::move(data), opts));
+        });
+  m.def("kill_actor", [](const py::bytes& actor_id, bool no_restart) {
+    std::string id = actor_id;
+    py::gil_scoped_release release;
+    internal::KillActor(id, no_restart);
+  });
+  m.def("get_named_actor", [](const std::string& name, const std::string& ns) {
+    std::string id;
+    {
+      py::gil_scoped_release release;
+      id = internal::GetNamedActor(name, ns);
+    }
+    return py::bytes(id);
+  });
+  m.def("current_actor_id", &internal::CurrentActorId);
+  m.def("was_current_actor_restarted", &internal::WasCurrentActorRestarted);
+  m.def("task_id", &internal::CurrentTaskId);
+  m.def("kv_put", [](const std::string& ns, const std::string& key, const py::bytes& value) {
+    std::string v = value;
+    py::gil_scoped_release release;
+    internal::KvPut(ns, key, v);
+  });
+  m.def("kv_get", [](const std::string& ns, const std::string& key) -> py::object {
+    std::string value;
+    bool found;
+    {
+      py::gil_scoped_release release;
+      found = internal::KvGet(ns, key, &value);
+    }
+    if (!found) return py::none();
+    return py::bytes(value);
+  });
+  m.def("create_placement_group", [](const std::vector<std::map<std::string, double>>& bundles, int strategy,
+                                     const std::string& name, bool detached) {
+    PlacementGroupCreationOptions options;
+    options.name = name;
+    for (const auto& b : bundles) options.bundles.push_back(b);
+    options.strategy = static_cast<PlacementStrategy>(strategy);
+    options.lifetime = detached ? ActorLifetime::DETACHED : ActorLifetime::NON_DETACHED;
+    py::gil_scoped_release release;
+    return internal::CreatePlacementGroup(options);
+  });
+  m.def("wait_placement_group_ready", [](const std::string& id_hex, int64_t timeout_ms) {
+    py::gil_scoped_release release;
+    return internal::WaitPlacementGroupReady(id_hex, timeout_ms);
+  });
+  m.def("remove_placement_group", [](const std::string& id_hex) {
+    py::gil_scoped_release release;
+    internal::RemovePlacementGroup(id_hex);
+  });
+  m.def("set_python_workers", &internal::SetPythonWorkers, py::arg("executable"), py::arg("path"));
+}
+
+}  // namespace orb::python

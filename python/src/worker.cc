@@ -1,0 +1,123 @@
+// A Python worker: the raylet starts `python -m orb._worker`, which calls
+// run_worker(executor). The C++ core worker then serves tasks as in a C++ worker; the
+// functions, actor factories and methods it is asked for by name are made on demand
+// (FunctionResolver) and run Python code through `executor`, holding the GIL only
+// while Python runs.
+#include "worker.h"
+
+#include <pybind11/stl.h>
+
+#include "orb/config.h"
+#include "orb/errors.h"
+#include "orb/internal/function_registry.h"
+#include "orb/internal/runtime.h"
+#include "py_refs.h"
+
+namespace py = pybind11;
+
+namespace orb::python {
+namespace {
+
+using Args = std::vector<std::shared_ptr<internal::ValueBuffer>>;
+
+// Values up to this size are copied into Python bytes (an inline argument's memory
+// lasts only as long as its task); larger ones, which come from the object store, are
+// read in place and stay pinned while Python references them.
+constexpr size_t kCopyArgumentsUpTo = 100 * 1024;
+
+py::list ToPython(const Args& args) {
+  py::list out;
+  for (const auto& a : args) {
+    if (a->size() <= kCopyArgumentsUpTo) {
+      out.append(py::bytes(a->data(), a->size()));
+    } else {
+      out.append(py::cast(PyValue{a}));
+    }
+  }
+  return out;
+}
+
+py::object& ActorExitType() {
+  static py::object* type = nullptr;  // never freed: the process _Exits
+  if (!type) {
+    type = new py::object(py::reinterpret_steal<py::object>(
+        PyErr_NewExceptionWithDoc("orb._core.ActorExit", "raised by orb.actor.exit_actor() to end the actor",
+                                  PyExc_BaseException, nullptr)));
+  }
+  return *type;
+}
+
+// Runs `call` with the GIL. The executor catches the user's exceptions and returns
+// them as values; what escapes it is orb's own failure, turned into orb::Error here,
+// where the GIL is held (or ActorExitSignal for orb.actor.exit_actor()).
+template <class F>
+auto WithPython(const std::string& name, F&& call) {
+  py::gil_scoped_acquire gil;
+  try {
+    return call();
+  } catch (py::error_already_set& e) {
+    if (e.matches(ActorExitType())) throw internal::ActorExitSignal{};
+    throw Error(name + ": " + e.what());
+  } catch (const py::cast_error& e) {
+    throw Error(name + ": " + e.what());
+  }
+}
+
+// A task's or method's result: a serialized value; the ObjectRefs pickled in it go to
+// this thread's record, for the worker to hand to the caller.
+std::string ResultBytes(const py::object& result) {
+  std::string out(result.attr("size").cast<size_t>(), '\0');
+  py::memoryview view = py::memoryview::from_memory(out.data(), static_cast<py::ssize_t>(out.size()));
+  result.attr("write")(view);
+  view.attr("release")();
+  result.attr("refs").cast<std::shared_ptr<HeldRefs>>()->Record();
+  return out;
+}
+
+struct PyInstance {
+  py::object instance;
+  ~PyInstance() {
+    py::gil_scoped_acquire gil;
+    instance = py::object();
+  }
+};
+
+void RunWorker(const py::object& executor) {
+  auto ex = std::make_shared<py::object>(executor);  // lives until the process exits
+  internal::FunctionResolver resolver;
+  resolver.function = [ex](const std::string& name) -> internal::Invoker {
+    return [ex, name](const Args& args) {
+      return WithPython(name, [&] { return ResultBytes(ex->attr("run_task")(name, ToPython(args))); });
+    };
+  };
+  resolver.factory = [ex](const std::string& name) -> internal::ActorFactory {
+    return [ex, name](const Args& args) {
+      return WithPython(name, [&] {
+        auto instance = std::make_shared<PyInstance>();
+        instance->instance = ex->attr("create_actor")(name, ToPython(args));
+        return std::shared_ptr<void>(instance, instance.get());
+      });
+    };
+  };
+  resolver.method = [ex](const std::string& name) -> internal::ActorMethod {
+    return [ex, name](void* self, const Args& args) {
+      return WithPython(name, [&] {
+        const py::object& instance = static_cast<PyInstance*>(self)->instance;
+        return ResultBytes(ex->attr("call_method")(instance, name, ToPython(args)));
+      });
+    };
+  };
+  internal::FunctionRegistry::Instance().SetResolver(std::move(resolver));
+  py::gil_scoped_release release;
+  // With ORB_WORKER_MODE=1 (set by the raylet), Init serves tasks and never returns.
+  internal::Init(Config(), 0, nullptr);
+}
+
+}  // namespace
+
+void DefineWorker(py::module_& m) {
+  m.attr("ActorExit") = ActorExitType();
+  m.def("run_worker", &RunWorker, "serves this worker's tasks with `executor`; never returns");
+}
+
+}  // namespace orb::python

@@ -1,0 +1,138 @@
+"""Actors on Python workers: ordered calls, names, restarts, async methods, handles."""
+import asyncio
+import os
+
+import pytest
+
+import orb
+from orb.exceptions import ActorDiedError, TaskError
+
+
+@orb.remote
+class Counter:
+    def __init__(self, start=0):
+        self.n = start
+
+    def incr(self, by=1):
+        self.n += by
+        return self.n
+
+    def pid(self):
+        return os.getpid()
+
+    def fail(self):
+        raise KeyError("no such key")
+
+    def restarted(self):
+        return orb.get_runtime_context().was_current_actor_reconstructed
+
+    def leave(self):
+        orb.actor.exit_actor()
+
+
+@orb.remote
+class Gate:
+    """Async methods run concurrently on the worker's event loop: wait() returns only
+    once open() has run, which it could not while wait() held the actor."""
+
+    def __init__(self):
+        self.event = asyncio.Event()
+
+    async def wait(self):
+        await asyncio.wait_for(self.event.wait(), timeout=30)
+        return "passed"
+
+    async def open(self):
+        self.event.set()
+        return "opened"
+
+
+@orb.remote
+def use_counter(counter, times):
+    return orb.get([counter.incr.remote() for _ in range(times)])[-1]
+
+
+def test_calls_run_in_order(embedded):
+    c = Counter.remote(10)
+    assert orb.get([c.incr.remote() for _ in range(50)]) == list(range(11, 61))
+    assert orb.get(c.incr.remote(by=5)) == 65
+    assert orb.get(c.pid.remote()) != os.getpid()
+
+
+def test_method_exception_leaves_the_actor_alive(embedded):
+    c = Counter.remote()
+    with pytest.raises(TaskError, match="no such key") as info:
+        orb.get(c.fail.remote())
+    assert isinstance(info.value, KeyError)
+    assert orb.get(c.incr.remote()) == 1
+    with pytest.raises(AttributeError, match="no method 'nope'"):
+        c.nope.remote()
+
+
+def test_named_actors_and_kill(embedded):
+    c = Counter.options(name="counter-a").remote()
+    orb.get(c.incr.remote())
+    found = orb.get_actor("counter-a")
+    assert orb.get(found.incr.remote()) == 2
+    with pytest.raises(ValueError, match="Failed to look up actor"):
+        orb.get_actor("no-such-actor")
+    orb.kill(c)
+    with pytest.raises(ActorDiedError):
+        orb.get(c.incr.remote())
+
+
+def test_restart_after_kill(embedded):
+    c = Counter.options(max_restarts=1).remote()
+    assert orb.get(c.incr.remote()) == 1
+    assert orb.get(c.restarted.remote()) is False
+    orb.kill(c, no_restart=False)
+    # The constructor ran again: the state starts over, and the actor knows it restarted.
+    assert orb.get(c.incr.remote(), timeout=60) == 1
+    assert orb.get(c.restarted.remote()) is True
+
+
+def test_exit_actor(embedded):
+    c = Counter.remote()
+    with pytest.raises(ActorDiedError):
+        orb.get(c.leave.remote())
+    with pytest.raises(ActorDiedError):
+        orb.get(c.incr.remote())
+
+
+def test_async_methods_run_concurrently(embedded):
+    g = Gate.remote()
+    waiting = g.wait.remote()
+    assert orb.get(g.open.remote(), timeout=30) == "opened"
+    assert orb.get(waiting, timeout=30) == "passed"
+
+
+def test_handles_pass_to_tasks(embedded):
+    c = Counter.remote()
+    assert orb.get(use_counter.remote(c, 5)) == 5
+    assert orb.get(c.incr.remote()) == 6
+
+
+def test_bad_actor_input(embedded):
+    with pytest.raises(ValueError, match="invalid option.*max_restart"):
+        Counter.options(max_restart=1)
+    with pytest.raises(ValueError, match="lifetime must be"):
+        Counter.options(lifetime="forever")
+    with pytest.raises(TypeError, match="use Counter.remote"):
+        Counter()
+
+
+def test_placement_groups(embedded):
+    from orb.util import placement_group, remove_placement_group
+    from orb.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    pg = placement_group([{"CPU": 1}], strategy="STRICT_PACK")
+    assert orb.get(pg.ready(), timeout=30) is True
+    assert pg.wait(10)
+    c = Counter.options(num_cpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 0)).remote()
+    assert orb.get(c.incr.remote(), timeout=30) == 1
+    remove_placement_group(pg)
+    with pytest.raises(ActorDiedError):
+        orb.get(c.incr.remote(), timeout=30)
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        placement_group([{"CPU": 1}], strategy="TIGHT")
+    with pytest.raises(ValueError, match="non-empty list"):
+        placement_group([])

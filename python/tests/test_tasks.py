@@ -1,0 +1,154 @@
+"""Remote functions on Python workers: values, arguments, nested tasks, errors."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import orb
+from orb.exceptions import GetTimeoutError, TaskError
+
+
+@orb.remote
+def square(x):
+    return x * x
+
+
+@orb.remote
+def describe(*args, **kwargs):
+    return {"args": args, "kwargs": kwargs, "pid": os.getpid()}
+
+
+@orb.remote
+def sum_of_squares(n):
+    # Nested: a task that submits tasks and waits for them.
+    return sum(orb.get([square.remote(i) for i in range(n)]))
+
+
+@orb.remote
+def what_arrived(value, nested):
+    # A top-level ObjectRef arrives as its value; one inside a list stays a ref.
+    return type(value).__name__, type(nested[0]).__name__, orb.get(nested[0])
+
+
+@orb.remote
+def fail(message):
+    raise ValueError(message)
+
+
+@orb.remote
+def add_one(x):
+    return x + 1
+
+
+@orb.remote
+def array_stats(a):
+    return a.shape, float(a.sum()), a.flags.writeable
+
+
+@orb.remote
+def make_array(n):
+    return np.arange(n, dtype=np.float64)
+
+
+@orb.remote
+def sleep(seconds):
+    import time
+    time.sleep(seconds)
+    return seconds
+
+
+def test_tasks_run_on_python_workers(embedded):
+    assert orb.get([square.remote(i) for i in range(20)]) == [i * i for i in range(20)]
+    out = orb.get(describe.remote(1, "two", three=3))
+    assert out["args"] == (1, "two") and out["kwargs"] == {"three": 3}
+    assert out["pid"] != os.getpid()
+
+
+def test_lambdas_and_closures_travel(embedded):
+    offset = 10
+    f = orb.remote(lambda x: x + offset)
+    assert orb.get(f.remote(5)) == 15
+
+
+def test_nested_tasks(embedded):
+    assert orb.get(sum_of_squares.remote(10)) == sum(i * i for i in range(10))
+
+
+def test_refs_as_arguments(embedded):
+    ref = orb.put(41)
+    assert orb.get(add_one.remote(ref)) == 42
+    assert orb.get(add_one.remote(add_one.remote(1))) == 3
+    inner = orb.put("inner")
+    assert orb.get(what_arrived.remote(ref, [inner])) == ("int", "ObjectRef", "inner")
+
+
+def test_large_arrays_cross_through_the_store(embedded):
+    a = np.ones(4 * 1024 * 1024 // 8)  # 4 MiB: put in the store, read in place by the worker
+    shape, total, writeable = orb.get(array_stats.remote(a))
+    assert shape == a.shape and total == a.size and writeable is False
+    big = orb.get(make_array.remote(1 << 20))
+    assert big[-1] == (1 << 20) - 1 and not big.flags.writeable
+
+
+def test_remote_exception_with_traceback(embedded):
+    ref = fail.remote("bad input 42")
+    with pytest.raises(TaskError) as info:
+        orb.get(ref)
+    message = str(info.value)
+    assert "bad input 42" in message and "ValueError" in message
+    assert "Traceback" in message and "in fail" in message  # the remote traceback
+    assert isinstance(info.value, ValueError)  # except ValueError catches it, as in Ray
+    assert isinstance(info.value.cause, ValueError)
+    # A task given a failed task's result fails with that error.
+    with pytest.raises(ValueError, match="bad input 42"):
+        orb.get(add_one.remote(ref))
+    # The worker lives on.
+    assert orb.get(square.remote(3)) == 9
+
+
+def test_get_timeout_and_wait(embedded):
+    slow = sleep.remote(30)
+    with pytest.raises(GetTimeoutError):
+        orb.get(slow, timeout=0.2)
+    fast = square.remote(2)
+    ready, not_ready = orb.wait([slow, fast], num_returns=1, timeout=20)
+    assert ready == [fast] and not_ready == [slow]
+    ready, not_ready = orb.wait([slow], timeout=0.1)
+    assert ready == [] and not_ready == [slow]
+
+
+def test_bad_input_is_a_clear_error(embedded):
+    lock = threading.Lock()
+    with pytest.raises(TypeError, match="cannot serialize argument 0 of square"):
+        square.remote(lock)
+    with pytest.raises(TypeError, match="cannot be called directly"):
+        square(2)
+    with pytest.raises(ValueError, match="invalid option.*num_cpu"):
+        square.options(num_cpu=1)
+    with pytest.raises(ValueError, match="num_cpus must be a number"):
+        square.options(num_cpus="two")
+    with pytest.raises(ValueError, match="max_retries must be an integer"):
+        square.options(max_retries=1.5)
+    # An unpicklable result fails the task, with the type named; the worker lives on.
+    with pytest.raises(TaskError, match="cannot serialize the result of .*lock"):
+        orb.get(orb.remote(lambda: threading.Lock()).remote())
+    assert orb.get(square.remote(4)) == 16
+
+
+def test_options(embedded):
+    assert orb.get(square.options(num_cpus=0.5, name="sq", max_retries=0).remote(5)) == 25
+    node = orb.get_runtime_context().get_node_id()
+    strategy = orb.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
+    assert orb.get(square.options(scheduling_strategy=strategy).remote(6)) == 36
+    assert orb.get(square.options(scheduling_strategy="SPREAD").remote(7)) == 49
+
+
+def test_tasks_on_a_cli_cluster(cli_cluster):
+    orb.init(address=cli_cluster)
+    try:
+        nodes = {orb.get(describe.options(scheduling_strategy="SPREAD").remote())["pid"] for _ in range(8)}
+        assert len(nodes) >= 1
+        assert orb.get(sum_of_squares.remote(5)) == 30
+    finally:
+        orb.shutdown()
