@@ -9,7 +9,8 @@ DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libyaml-cpp-dev libgtest-dev \
   clang libclang-rt-dev \
   libcpp-httplib-dev libssl-dev kubectl prometheus python3-kubernetes curl \
-  python3-dev pybind11-dev python3-pybind11 python3-cloudpickle python3-pytest python3-numpy
+  python3-dev pybind11-dev python3-pybind11 python3-cloudpickle python3-msgpack python3-pytest python3-numpy \
+  python3-torch python3-venv python3-pip python3-setuptools
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -43,6 +44,7 @@ demo: build
 	$(BUILD_DIR)/examples/hello
 	$(BUILD_DIR)/examples/pi
 	$(BUILD_DIR)/examples/data_parallel_training --epochs=20 --kill-at-epoch=8
+	PYTHONPATH=$(BUILD_DIR)/python ORB_BIN_DIR=$(BUILD_DIR)/bin /usr/bin/python3 examples/python/parallel_map.py
 
 bench: build
 	$(BUILD_DIR)/bin/orb_microbenchmark

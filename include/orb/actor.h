@@ -32,26 +32,38 @@ namespace internal {
 std::string HexOf(const std::string& binary);
 }  // namespace internal
 
-template <class R, class... Params>
-class ActorTaskCaller {
- public:
-  ActorTaskCaller(std::string actor_id, std::string method) : actor_id_(std::move(actor_id)), method_(std::move(method)) {}
+namespace internal {
 
+// The options an actor call takes; Derived (an ActorTaskCaller) adds Remote().
+template <class Derived>
+class ActorCallSetters {
+ public:
   // A name for this call (shown in task listings and errors).
-  ActorTaskCaller& SetName(const std::string& name) {
+  Derived& SetName(const std::string& name) {
     options_.name = name;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Accepted as in Ray and checked like a task's; a call runs on its actor's resources.
-  ActorTaskCaller& SetResource(const std::string& name, double amount) {
+  Derived& SetResource(const std::string& name, double amount) {
     options_.resources[name] = amount;
     options_.resources_set = true;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
-  ActorTaskCaller& SetResources(const ResourceMap& resources) {
+  Derived& SetResources(const ResourceMap& resources) {
     for (const auto& [name, amount] : resources) SetResource(name, amount);
-    return *this;
+    return static_cast<Derived&>(*this);
   }
+
+ protected:
+  TaskOptionsData options_;
+};
+
+}  // namespace internal
+
+template <class R, class... Params>
+class ActorTaskCaller : public internal::ActorCallSetters<ActorTaskCaller<R, Params...>> {
+ public:
+  ActorTaskCaller(std::string actor_id, std::string method) : actor_id_(std::move(actor_id)), method_(std::move(method)) {}
 
   template <class... Args>
   ObjectRef<R> Remote(Args&&... args) {
@@ -59,13 +71,13 @@ class ActorTaskCaller {
     static_assert((internal::ArgumentFits<Params, Args>() && ...),
                   "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
     std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
-    return ObjectRef<R>(internal::SubmitActorTask(actor_id_, method_, std::move(wire), options_), internal::AdoptRef{});
+    return ObjectRef<R>(internal::SubmitActorTask(actor_id_, method_, std::move(wire), this->options_),
+                        internal::AdoptRef{});
   }
 
  private:
   std::string actor_id_;
   std::string method_;
-  internal::TaskOptionsData options_;
 };
 
 template <class T>
@@ -108,76 +120,88 @@ class ActorHandle {
   std::string id_;
 };
 
-template <class F>
-class ActorCreator;
+namespace internal {
 
-template <class T, class... Params>
-class ActorCreator<T* (*)(Params...)> {
+// The options an actor's creation takes; Derived (an ActorCreator) adds Remote().
+template <class Derived>
+class ActorOptionsSetters {
  public:
-  using Factory = T* (*)(Params...);
-
-  explicit ActorCreator(Factory f) : name_(internal::FunctionRegistry::Instance().NameOf(internal::FunctionKey(f))) {
-    if (name_.empty()) throw Error("actor factory is not registered: add ORB_REMOTE(<factory>) at namespace scope");
-  }
-
   // Findable with orb::GetActor<T>(name) in the namespace (default: the job's).
-  ActorCreator& SetName(const std::string& name, const std::string& ray_namespace = "") {
+  Derived& SetName(const std::string& name, const std::string& ray_namespace = "") {
     options_.name = name;
     options_.ray_namespace = ray_namespace;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Restarts (constructor rerun, on a live node) after the process dies; -1: no limit.
-  ActorCreator& SetMaxRestarts(int n) {
+  Derived& SetMaxRestarts(int n) {
     options_.max_restarts = n;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Calls in flight when the actor died are sent again after a restart, up to n times
   // each (at-least-once); 0 (default): they fail with ActorDiedError (at-most-once).
-  ActorCreator& SetMaxTaskRetries(int n) {
+  Derived& SetMaxTaskRetries(int n) {
     options_.max_task_retries = n;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Runs up to n calls at once on a thread pool (order between calls is then not kept).
-  ActorCreator& SetMaxConcurrency(int n) {
+  Derived& SetMaxConcurrency(int n) {
     options_.max_concurrency = n;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
-  ActorCreator& SetLifetime(ActorLifetime lifetime) {
+  Derived& SetLifetime(ActorLifetime lifetime) {
     options_.detached = lifetime == ActorLifetime::DETACHED;
     options_.lifetime_set = true;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Resources held for the actor's whole life (default: none).
-  ActorCreator& SetResource(const std::string& name, double amount) {
+  Derived& SetResource(const std::string& name, double amount) {
     options_.placement.resources[name] = amount;
     options_.placement.resources_set = true;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
-  ActorCreator& SetResources(const ResourceMap& resources) {
+  Derived& SetResources(const ResourceMap& resources) {
     for (const auto& [name, amount] : resources) SetResource(name, amount);
-    return *this;
+    return static_cast<Derived&>(*this);
   }
-  ActorCreator& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
+  Derived& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
     options_.placement.strategy = static_cast<int>(strategy.index());
     if (auto* affinity = std::get_if<NodeAffinitySchedulingStrategy>(&strategy)) {
       options_.placement.affinity_node_id = affinity->node_id;
       options_.placement.affinity_soft = affinity->soft;
     }
-    return *this;
+    return static_cast<Derived&>(*this);
   }
-  ActorCreator& SetLabelSelector(const std::string& selector) {
+  Derived& SetLabelSelector(const std::string& selector) {
     options_.placement.label_selector = selector;
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Lives in bundle `bundle_index` of `pg` (-1: any); removing the group ends it.
-  ActorCreator& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
+  Derived& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
     internal::SetPlacement(&options_.placement, pg, bundle_index);
-    return *this;
+    return static_cast<Derived&>(*this);
   }
   // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).
-  ActorCreator& SetRuntimeEnv(const RuntimeEnv& runtime_env) {
+  Derived& SetRuntimeEnv(const RuntimeEnv& runtime_env) {
     options_.placement.runtime_env = runtime_env.Serialize();
-    return *this;
+    return static_cast<Derived&>(*this);
+  }
+
+ protected:
+  ActorOptionsData options_;
+};
+
+}  // namespace internal
+
+template <class F>
+class ActorCreator;
+
+template <class T, class... Params>
+class ActorCreator<T* (*)(Params...)> : public internal::ActorOptionsSetters<ActorCreator<T* (*)(Params...)>> {
+ public:
+  using Factory = T* (*)(Params...);
+
+  explicit ActorCreator(Factory f) : name_(internal::FunctionRegistry::Instance().NameOf(internal::FunctionKey(f))) {
+    if (name_.empty()) throw Error("actor factory is not registered: add ORB_REMOTE(<factory>) at namespace scope");
   }
 
   template <class... Args>
@@ -186,12 +210,11 @@ class ActorCreator<T* (*)(Params...)> {
     static_assert((internal::ArgumentFits<Params, Args>() && ...),
                   "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
     std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
-    return ActorHandle<T>(internal::CreateActor(name_, std::move(wire), options_));
+    return ActorHandle<T>(internal::CreateActor(name_, std::move(wire), this->options_));
   }
 
  private:
   std::string name_;
-  internal::ActorOptionsData options_;
 };
 
 template <class T, class... Params>

@@ -29,6 +29,7 @@
 #include "orb/actor.h"
 #include "orb/collective.h"
 #include "orb/config.h"
+#include "orb/cross_language.h"
 #include "orb/errors.h"
 #include "orb/internal/function_registry.h"
 #include "orb/internal/runtime.h"

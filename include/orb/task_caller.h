@@ -72,11 +72,75 @@ ArgData MakeArg(Arg&& arg) {
 
 }  // namespace internal
 
+namespace internal {
+
+// The options every task invocation takes; Derived (a TaskCaller) adds Remote().
+template <class Derived>
+class TaskOptionsSetters {
+ public:
+  // Requests `amount` of a resource ("CPU", "GPU", "memory" or a custom name).
+  Derived& SetResource(const std::string& name, double amount) {
+    options_.resources[name] = amount;
+    options_.resources_set = true;
+    return Self();
+  }
+  Derived& SetResources(const ResourceMap& resources) {
+    for (const auto& [name, amount] : resources) options_.resources[name] = amount;
+    options_.resources_set = true;
+    return Self();
+  }
+  // Reruns the task up to `n` times if its worker or node dies (default 3).
+  Derived& SetMaxRetries(int n) {
+    options_.max_retries = n;
+    return Self();
+  }
+  Derived& SetName(const std::string& name) {
+    options_.name = name;
+    return Self();
+  }
+  // Where the task may run (see <orb/scheduling.h>). Default: hybrid.
+  Derived& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
+    options_.strategy = static_cast<int>(strategy.index());
+    if (auto* affinity = std::get_if<NodeAffinitySchedulingStrategy>(&strategy)) {
+      options_.affinity_node_id = affinity->node_id;
+      options_.affinity_soft = affinity->soft;
+    }
+    return Self();
+  }
+  // Only nodes whose labels match, e.g. "zone in (a,b), gpu != h100, ssd, !spot".
+  // A selector that does not parse is an orb::Error at Remote().
+  Derived& SetLabelSelector(const std::string& selector) {
+    options_.label_selector = selector;
+    return Self();
+  }
+  // Nodes whose labels match are preferred; others are used when they are not available.
+  Derived& SetSoftLabelSelector(const std::string& selector) {
+    options_.soft_label_selector = selector;
+    return Self();
+  }
+  // Runs in bundle `bundle_index` of `pg` (-1: any bundle), on that bundle's resources.
+  Derived& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
+    internal::SetPlacement(&options_, pg, bundle_index);
+    return Self();
+  }
+  // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).
+  Derived& SetRuntimeEnv(const RuntimeEnv& runtime_env) {
+    options_.runtime_env = runtime_env.Serialize();
+    return Self();
+  }
+
+ protected:
+  Derived& Self() { return static_cast<Derived&>(*this); }
+  TaskOptionsData options_;
+};
+
+}  // namespace internal
+
 template <class F>
 class TaskCaller;
 
 template <class R, class... Params>
-class TaskCaller<R (*)(Params...)> {
+class TaskCaller<R (*)(Params...)> : public internal::TaskOptionsSetters<TaskCaller<R (*)(Params...)>> {
  public:
   using Function = R (*)(Params...);
   static_assert(!std::is_pointer_v<R> || !std::is_class_v<std::remove_pointer_t<R>>,
@@ -86,69 +150,17 @@ class TaskCaller<R (*)(Params...)> {
     if (name_.empty()) throw Error("function is not registered as remote: add ORB_REMOTE(<function>) at namespace scope");
   }
 
-  // Requests `amount` of a resource ("CPU", "GPU", "memory" or a custom name).
-  TaskCaller& SetResource(const std::string& name, double amount) {
-    options_.resources[name] = amount;
-    options_.resources_set = true;
-    return *this;
-  }
-  TaskCaller& SetResources(const ResourceMap& resources) {
-    for (const auto& [name, amount] : resources) options_.resources[name] = amount;
-    options_.resources_set = true;
-    return *this;
-  }
-  // Reruns the task up to `n` times if its worker or node dies (default 3).
-  TaskCaller& SetMaxRetries(int n) {
-    options_.max_retries = n;
-    return *this;
-  }
-  TaskCaller& SetName(const std::string& name) {
-    options_.name = name;
-    return *this;
-  }
-  // Where the task may run (see <orb/scheduling.h>). Default: hybrid.
-  TaskCaller& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
-    options_.strategy = static_cast<int>(strategy.index());
-    if (auto* affinity = std::get_if<NodeAffinitySchedulingStrategy>(&strategy)) {
-      options_.affinity_node_id = affinity->node_id;
-      options_.affinity_soft = affinity->soft;
-    }
-    return *this;
-  }
-  // Only nodes whose labels match, e.g. "zone in (a,b), gpu != h100, ssd, !spot".
-  // A selector that does not parse is an orb::Error at Remote().
-  TaskCaller& SetLabelSelector(const std::string& selector) {
-    options_.label_selector = selector;
-    return *this;
-  }
-  // Nodes whose labels match are preferred; others are used when they are not available.
-  TaskCaller& SetSoftLabelSelector(const std::string& selector) {
-    options_.soft_label_selector = selector;
-    return *this;
-  }
-  // Runs in bundle `bundle_index` of `pg` (-1: any bundle), on that bundle's resources.
-  TaskCaller& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
-    internal::SetPlacement(&options_, pg, bundle_index);
-    return *this;
-  }
-  // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).
-  TaskCaller& SetRuntimeEnv(const RuntimeEnv& runtime_env) {
-    options_.runtime_env = runtime_env.Serialize();
-    return *this;
-  }
-
   template <class... Args>
   ObjectRef<R> Remote(Args&&... args) {
     static_assert(sizeof...(Args) == sizeof...(Params), "wrong number of arguments for this remote function");
     static_assert((internal::ArgumentFits<Params, Args>() && ...),
                   "an argument (or the value type of an ObjectRef argument) does not convert to the parameter type");
     std::vector<internal::ArgData> wire{internal::MakeArg<Params>(std::forward<Args>(args))...};
-    return ObjectRef<R>(internal::SubmitTask(name_, std::move(wire), options_), internal::AdoptRef{});
+    return ObjectRef<R>(internal::SubmitTask(name_, std::move(wire), this->options_), internal::AdoptRef{});
   }
 
  private:
   std::string name_;
-  internal::TaskOptionsData options_;
 };
 
 template <class R, class... Params>

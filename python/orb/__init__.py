@@ -32,10 +32,12 @@ from orb import util  # noqa: F401
 from orb._core import ObjectRef
 from orb._serialization import Serialized, deserialize
 from orb.actor import ActorClass, ActorHandle
+from orb.cross_language import cpp_actor_class, cpp_function
 from orb.remote_function import RemoteFunction
 
 __all__ = ["init", "shutdown", "is_initialized", "put", "get", "wait", "remote", "method", "get_actor", "kill",
-           "nodes", "cluster_resources", "available_resources", "get_runtime_context", "ObjectRef", "ActorHandle",
+           "nodes", "cluster_resources", "available_resources", "get_runtime_context", "cpp_function",
+           "cpp_actor_class", "ObjectRef", "ActorHandle",
            "exceptions", "util"]
 
 

@@ -86,17 +86,28 @@ def serialize_error(function_name, error):
     return Serialized((function_name, text, cause, type(error).__name__), flags=FLAG_ERROR)
 
 
+class RawValue:
+    """Bytes already serialized (msgpack, for C++), in the shape of Serialized."""
+
+    def __init__(self, data):
+        self._data = data
+        self.size = len(data)
+        self.refs = _core.HeldRefs()
+
+    def write(self, view):
+        view.cast("B")[:] = self._data
+
+
 def deserialize(buffer):
     """The value held by `buffer` (anything with the buffer protocol), read in place.
     A failed task's value raises its error (orb.exceptions.TaskError, also an instance
-    of the original exception's class where it can be)."""
+    of the original exception's class where it can be). A value made by C++ (msgpack)
+    is decoded as such."""
     view = memoryview(buffer).cast("B")
-    if view.nbytes < _HEAD.size:
-        raise ValueError("not an orb Python value: %d bytes" % view.nbytes)
+    if view.nbytes < _HEAD.size or bytes(view[:4]) != MAGIC:
+        from orb.cross_language import unpack_value
+        return unpack_value(view)
     magic, version, flags, count, length = _HEAD.unpack_from(view, 0)
-    if magic != MAGIC:
-        raise TypeError("this object was not made by Python (it may be a C++ value); "
-                        "it cannot be read as a Python value")
     if version != VERSION:
         raise ValueError("orb Python value version %d is not known here (this orb reads %d)" % (version, VERSION))
     at = _HEAD.size

@@ -5,12 +5,41 @@ the GIL) to run a function, make an actor, or call its method, each by name.
 A function that raises makes its result a TaskError value (the exception and its
 traceback, raised again by whoever reads it); the worker keeps serving."""
 import asyncio
+import importlib
 import inspect
 import sys
 import threading
 
 from orb import _arguments, _core, _export
-from orb._serialization import Serialized, serialize_error
+from orb._serialization import RawValue, Serialized, serialize_error
+from orb.cross_language import pack_value, unpack_value
+
+# Calls from C++ name "pyx:<module>:<name>" (a method: "pyx:<name>"); their values are
+# msgpack, and a failure is raised to the C++ core (the caller's TaskError), not stored.
+CROSS = "pyx:"
+
+
+def _import(descriptor):
+    _, module_name, name = descriptor.split(":", 2)
+    try:
+        target = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportError("cannot import module %r for %s on this worker (is it on the job's code_search_path?): %s"
+                          % (module_name, name, e)) from e
+    for part in name.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise AttributeError("module %r has no %r" % (module_name, name)) from None
+    return target
+
+
+def _cross_args(args):
+    return [unpack_value(bytes(a)) for a in args]
+
+
+def _cross_result(value, name):
+    return RawValue(pack_value(value, "the result of %s" % name))
 
 
 class Executor:
@@ -19,6 +48,11 @@ class Executor:
         self._loop_lock = threading.Lock()
 
     def run_task(self, descriptor, args):
+        if descriptor.startswith(CROSS):
+            try:
+                return _cross_result(_import(descriptor)(*_cross_args(args)), descriptor[len(CROSS):])
+            finally:
+                _flush()
         name = descriptor.split(":")[1] if descriptor.count(":") >= 2 else descriptor
         try:
             function = _export.load(descriptor)
@@ -30,6 +64,11 @@ class Executor:
             _flush()
 
     def create_actor(self, descriptor, args):
+        if descriptor.startswith(CROSS):
+            try:
+                return _import(descriptor)(*_cross_args(args))
+            finally:
+                _flush()
         cls = _export.load(descriptor)
         positional, keywords = _arguments.unpack(args)
         try:
@@ -38,23 +77,32 @@ class Executor:
             _flush()
 
     def call_method(self, instance, name, args):
+        if name.startswith(CROSS):
+            name = name[len(CROSS):]
+            qualified = "%s.%s" % (type(instance).__qualname__, name)
+            try:
+                return _cross_result(self._invoke(getattr(instance, name), _cross_args(args), {}), qualified)
+            finally:
+                _flush()
         qualified = "%s.%s" % (type(instance).__qualname__, name)
         try:
             method = getattr(instance, name, None)
             if method is None or not callable(method):
                 raise AttributeError("actor class %s has no method %r" % (type(instance).__qualname__, name))
             positional, keywords = _arguments.unpack(args)
-            if inspect.iscoroutinefunction(method):
-                result = asyncio.run_coroutine_threadsafe(method(*positional, **keywords), self._event_loop()).result()
-            else:
-                result = method(*positional, **keywords)
-            return self._result(result, qualified)
+            return self._result(self._invoke(method, positional, keywords), qualified)
         except _core.ActorExit:
             raise
         except Exception as e:
             return serialize_error(qualified, e)
         finally:
             _flush()
+
+    def _invoke(self, method, positional, keywords):
+        """Calls a method; an `async def` one runs on the event loop while this thread waits."""
+        if inspect.iscoroutinefunction(method):
+            return asyncio.run_coroutine_threadsafe(method(*positional, **keywords), self._event_loop()).result()
+        return method(*positional, **keywords)
 
     @staticmethod
     def _result(value, name):

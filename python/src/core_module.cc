@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "calls.h"
+#include "collective.h"
 #include "orb/api.h"
 #include "orb/errors.h"
 #include "orb/internal/runtime.h"
@@ -51,6 +52,7 @@ PYBIND11_MODULE(_core, m) {
   orb::python::DefineRefs(m);
   orb::python::DefineCalls(m);
   orb::python::DefineWorker(m);
+  orb::python::DefineCollective(m);
 
   py::class_<orb::NodeInfo>(m, "NodeInfo")
       .def_readonly("node_id", &orb::NodeInfo::node_id)

@@ -79,7 +79,9 @@ void DefineRefs(py::module_& m) {
       })
       .def("__len__", [](const PyValue& v) { return v.buffer->size(); });
 
-  py::class_<HeldRefs, std::shared_ptr<HeldRefs>>(m, "HeldRefs").def("__len__", &HeldRefs::size);
+  py::class_<HeldRefs, std::shared_ptr<HeldRefs>>(m, "HeldRefs")
+      .def(py::init([] { return std::make_shared<HeldRefs>(std::vector<internal::RefData>{}); }), "none")
+      .def("__len__", &HeldRefs::size);
   m.def("take_serialized_refs", [] { return std::make_shared<HeldRefs>(internal::TakeSerializedRefs()); },
         "the ObjectRefs pickled on this thread since the last take, with their holds");
 }

@@ -47,19 +47,30 @@ py::object& ActorExitType() {
   return *type;
 }
 
+// A Python exception as Python prints it: the traceback, then the type and message.
+std::string FormatPythonError(py::error_already_set& e) {
+  try {
+    py::object lines = py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), e.trace());
+    return py::str("").attr("join")(lines).cast<std::string>();
+  } catch (const std::exception&) {
+    return e.what();
+  }
+}
+
 // Runs `call` with the GIL. The executor catches the user's exceptions and returns
 // them as values; what escapes it is orb's own failure, turned into orb::Error here,
-// where the GIL is held (or ActorExitSignal for orb.actor.exit_actor()).
+// where the GIL is held (or ActorExitSignal for orb.actor.exit_actor()). The task
+// receiver prefixes the message with the function's name.
 template <class F>
-auto WithPython(const std::string& name, F&& call) {
+auto WithPython(F&& call) {
   py::gil_scoped_acquire gil;
   try {
     return call();
   } catch (py::error_already_set& e) {
     if (e.matches(ActorExitType())) throw internal::ActorExitSignal{};
-    throw Error(name + ": " + e.what());
+    throw Error(FormatPythonError(e));
   } catch (const py::cast_error& e) {
-    throw Error(name + ": " + e.what());
+    throw Error(e.what());
   }
 }
 
@@ -87,12 +98,12 @@ void RunWorker(const py::object& executor) {
   internal::FunctionResolver resolver;
   resolver.function = [ex](const std::string& name) -> internal::Invoker {
     return [ex, name](const Args& args) {
-      return WithPython(name, [&] { return ResultBytes(ex->attr("run_task")(name, ToPython(args))); });
+      return WithPython([&] { return ResultBytes(ex->attr("run_task")(name, ToPython(args))); });
     };
   };
   resolver.factory = [ex](const std::string& name) -> internal::ActorFactory {
     return [ex, name](const Args& args) {
-      return WithPython(name, [&] {
+      return WithPython([&] {
         auto instance = std::make_shared<PyInstance>();
         instance->instance = ex->attr("create_actor")(name, ToPython(args));
         return std::shared_ptr<void>(instance, instance.get());
@@ -101,7 +112,7 @@ void RunWorker(const py::object& executor) {
   };
   resolver.method = [ex](const std::string& name) -> internal::ActorMethod {
     return [ex, name](void* self, const Args& args) {
-      return WithPython(name, [&] {
+      return WithPython([&] {
         const py::object& instance = static_cast<PyInstance*>(self)->instance;
         return ResultBytes(ex->attr("call_method")(instance, name, ToPython(args)));
       });

@@ -39,6 +39,16 @@ def test_array_outlives_its_ref(embedded):
     assert int(got.sum()) == 7 << 20  # the view keeps the object pinned
 
 
+def test_array_outlives_shutdown():
+    orb.init(num_cpus=1)
+    got = orb.get(orb.put(np.full(1 << 20, 3, dtype=np.int64)))
+    orb.shutdown()
+    # The store's mapping stays while the array lives; dropping it later is harmless.
+    assert int(got.sum()) == 3 << 20
+    del got
+    gc.collect()
+
+
 def test_wait_and_timeouts(embedded):
     refs = [orb.put(i) for i in range(3)]
     ready, not_ready = orb.wait(refs, num_returns=2, timeout=5)

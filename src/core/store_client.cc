@@ -7,13 +7,14 @@ namespace {
 
 class StoreBuffer : public internal::ValueBuffer {
  public:
-  StoreBuffer(const char* data, size_t size, std::function<void()> release)
-      : data_(data), size_(size), release_(std::move(release)) {}
+  StoreBuffer(std::shared_ptr<ShmArena> arena, const char* data, size_t size, std::function<void()> release)
+      : arena_(std::move(arena)), data_(data), size_(size), release_(std::move(release)) {}
   ~StoreBuffer() override { release_(); }
   const char* data() const override { return data_; }
   size_t size() const override { return size_; }
 
  private:
+  std::shared_ptr<ShmArena> arena_;  // mapped while any view lives
   const char* data_;
   size_t size_;
   std::function<void()> release_;
@@ -22,7 +23,17 @@ class StoreBuffer : public internal::ValueBuffer {
 }  // namespace
 
 StoreClient::StoreClient(RpcClient<rpc::RayletService>* raylet, WorkerID self, std::unique_ptr<ShmArena> arena)
-    : raylet_(raylet), self_(self), arena_(std::move(arena)) {}
+    : raylet_(raylet),
+      self_(self),
+      arena_(std::move(arena)),
+      releases_(std::make_shared<ReleaseChannel>()) {
+  releases_->raylet = raylet;
+}
+
+StoreClient::~StoreClient() {
+  std::lock_guard<std::mutex> lock(releases_->mu);
+  releases_->raylet = nullptr;
+}
 
 absl::Status StoreClient::Put(const ObjectID& id, const std::string& bytes, const rpc::Address& owner) {
   return PutWith(id, bytes.size(), owner, [&bytes](char* out) { std::memcpy(out, bytes.data(), bytes.size()); });
@@ -66,18 +77,20 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Get(const Ob
 absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::View(const ObjectID& id, uint64_t offset,
                                                                          uint64_t size) {
   if (offset + size > arena_->size()) return absl::InternalError("raylet returned a location outside the arena");
-  auto* raylet = raylet_;
   std::string worker = self_.Binary();
   std::string binary = id.Binary();
   return std::shared_ptr<internal::ValueBuffer>(std::make_shared<StoreBuffer>(
-      reinterpret_cast<const char*>(arena_->data() + offset), static_cast<size_t>(size), [raylet, worker, binary] {
+      arena_, reinterpret_cast<const char*>(arena_->data() + offset), static_cast<size_t>(size),
+      [channel = releases_, worker, binary] {
+        std::lock_guard<std::mutex> lock(channel->mu);
+        if (channel->raylet == nullptr) return;  // shut down: the raylet drops this worker's pins
         rpc::ReleaseObjectsRequest release;
         release.add_object_ids(binary);
         release.set_worker_id(worker);
         // Not retried: a release is not idempotent (a repeat could drop another pin of
         // this worker's). A lost one keeps the object at most until this worker ends,
         // when its raylet drops its pins.
-        raylet->Call<rpc::ReleaseObjectsReply>(ORB_RPC(ReleaseObjects), release,
+        channel->raylet->Call<rpc::ReleaseObjectsReply>(ORB_RPC(ReleaseObjects), release,
                                                [](const absl::Status&, rpc::ReleaseObjectsReply&&) {});
       }));
 }

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ namespace orb {
 class StoreClient {
  public:
   StoreClient(RpcClient<rpc::RayletService>* raylet, WorkerID self, std::unique_ptr<ShmArena> arena);
+  // Views may outlive the client (a numpy array over the store, kept after shutdown):
+  // they keep the mapping, and their pins are then dropped with this worker's.
+  ~StoreClient();
 
   // Copies `bytes` into a new sealed object owned by `owner`. ResourceExhausted when the
   // store cannot hold it (ObjectStoreFull).
@@ -42,9 +46,16 @@ class StoreClient {
   // A view of [offset, offset+size) of the arena that releases its pin when dropped.
   absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> View(const ObjectID& id, uint64_t offset, uint64_t size);
 
+  // Where views send their releases; its raylet is cleared when the client goes.
+  struct ReleaseChannel {
+    std::mutex mu;
+    RpcClient<rpc::RayletService>* raylet;
+  };
+
   RpcClient<rpc::RayletService>* raylet_;
   WorkerID self_;
-  std::unique_ptr<ShmArena> arena_;
+  std::shared_ptr<ShmArena> arena_;
+  std::shared_ptr<ReleaseChannel> releases_;
 };
 
 }  // namespace orb

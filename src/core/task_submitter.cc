@@ -313,6 +313,8 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
     Pump(key);
     return;
   }
+  // Shutting down: the leases went back, and the calls still out were cancelled.
+  if (stopped_) return;
   // The worker is gone (or unreachable): drop the lease, learn from its raylet how the
   // worker ended, then retry what it held.
   spdlog::warn("worker at {} failed while running {} task(s): {}",
