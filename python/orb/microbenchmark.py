@@ -1,7 +1,8 @@
 """orb's Python microbenchmark: `python -m orb.microbenchmark [--quick] [--no-cpp]`.
 
 Prints JSON lines named as in Ray's microbenchmark (whose published figures come from
-Python), each with the target this project holds it to (Ray's 64-core figures), and then
+Python), measured as Ray measures them (a warm-up, then the mean rate over timed
+windows), each with the target this project holds it to (Ray's 64-core figures), and then
 the same workloads through the C++ API (orb_microbenchmark, orb_actor_benchmark, when
 found beside the orb command or in $ORB_BIN_DIR) so that the Python overhead shows.
 Figures are printed, never asserted.
@@ -27,20 +28,43 @@ TARGETS = {
 }
 
 
-def report(metric, value, unit, seconds, language="python"):
+def report(metric, value, unit, seconds, language="python", sd=None):
     line = {"metric": metric, "value": round(value, 3), "unit": unit, "seconds": round(seconds, 3),
             "language": language}
+    if sd is not None:
+        line["sd"] = round(sd, 3)
     if metric in TARGETS and language == "python":
         line["target"] = TARGETS[metric]
         line["meets_target"] = value >= TARGETS[metric]
     print(json.dumps(line), flush=True)
 
 
-def measure(metric, unit, ops, body):
-    start = time.perf_counter()
-    body()
-    seconds = time.perf_counter() - start
-    report(metric, ops / seconds, unit, seconds)
+class Timer:
+    """Ray's timeit: `fn` runs for a warm-up, then in `windows` windows of `window_s`
+    seconds each; the figure is the mean rate over the windows (with its deviation)."""
+
+    def __init__(self, warmup_s, windows, window_s):
+        self.warmup_s, self.windows, self.window_s = warmup_s, windows, window_s
+
+    def measure(self, metric, unit, fn, multiplier=1):
+        start = time.perf_counter()
+        count = 0
+        while time.perf_counter() - start < self.warmup_s:
+            fn()
+            count += 1
+        step = count // 10 + 1
+        rates, total = [], 0.0
+        for _ in range(self.windows):
+            start = time.perf_counter()
+            count = 0
+            while time.perf_counter() - start < self.window_s:
+                for _ in range(step):
+                    fn()
+                count += step
+            seconds = time.perf_counter() - start
+            total += seconds
+            rates.append(multiplier * count / seconds)
+        report(metric, float(np.mean(rates)), unit, total, sd=float(np.std(rates)))
 
 
 @orb.remote
@@ -54,35 +78,25 @@ class Echo:
         return x
 
 
-def python_figures(scale):
+def python_figures(timer):
     orb.get([noop.remote(0), noop.remote(1)])  # warm: the workers are started
-    n = 1000 // scale
-    measure("single_client_tasks_sync", "tasks/s", n, lambda: [orb.get(noop.remote(i)) for i in range(n)])
-    n = 10000 // scale
-    measure("single_client_tasks_async", "tasks/s", n, lambda: orb.get([noop.remote(i) for i in range(n)]))
+    timer.measure("single_client_tasks_sync", "tasks/s", lambda: orb.get(noop.remote(0)))
+    timer.measure("single_client_tasks_async", "tasks/s", lambda: orb.get([noop.remote(i) for i in range(1000)]),
+                  multiplier=1000)
     actor = Echo.remote()
     orb.get(actor.echo.remote(0))
-    n = 1000 // scale
-    measure("1_1_actor_calls_sync", "calls/s", n, lambda: [orb.get(actor.echo.remote(i)) for i in range(n)])
-    n = 10000 // scale
-    measure("1_1_actor_calls_async", "calls/s", n, lambda: orb.get([actor.echo.remote(i) for i in range(n)]))
-    n = 2000 // scale
-    measure("single_client_put_calls", "calls/s", n, lambda: [orb.put(i) for i in range(n)])
+    timer.measure("1_1_actor_calls_sync", "calls/s", lambda: orb.get(actor.echo.remote(0)))
+    timer.measure("1_1_actor_calls_async", "calls/s",
+                  lambda: orb.get([actor.echo.remote(i) for i in range(1000)]), multiplier=1000)
+    timer.measure("single_client_put_calls", "calls/s", lambda: orb.put(0))
     ref = orb.put(1)
-    measure("single_client_get_calls", "calls/s", n, lambda: [orb.get(ref) for _ in range(n)])
+    timer.measure("single_client_get_calls", "calls/s", lambda: orb.get(ref))
     big = np.ones(100 * 2**20 // 8)  # 100 MiB, as in Ray's put_gigabytes
-    puts = max(1, 10 // scale)
-    measure("single_client_put_gigabytes", "GB/s", big.nbytes * puts / 1e9,
-            lambda: [orb.put(big) for _ in range(puts)])
+    timer.measure("single_client_put_gigabytes", "GB/s", lambda: orb.put(big), multiplier=big.nbytes / 1e9)
     target = np.empty_like(big)
-    start = time.perf_counter()
-    for _ in range(puts):
-        np.copyto(target, big)
-    seconds = time.perf_counter() - start
-    report("memcpy_prefaulted_gigabytes", big.nbytes * puts / 1e9 / seconds, "GB/s", seconds)
+    timer.measure("memcpy_prefaulted_gigabytes", "GB/s", lambda: np.copyto(target, big), multiplier=big.nbytes / 1e9)
     value = orb.put(big)
-    measure("single_client_get_gigabytes", "GB/s", big.nbytes * puts / 1e9,
-            lambda: [orb.get(value) for _ in range(puts)])
+    timer.measure("single_client_get_gigabytes", "GB/s", lambda: orb.get(value), multiplier=big.nbytes / 1e9)
 
 
 def find_binary(name):
@@ -117,12 +131,12 @@ def cpp_figures(quick):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a tenth of the work (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="short windows (a smoke run)")
     parser.add_argument("--no-cpp", action="store_true", help="skip the C++ figures")
     args = parser.parse_args()
     orb.init(object_store_memory=1 << 30)
     try:
-        python_figures(10 if args.quick else 1)
+        python_figures(Timer(0.2, 2, 0.5) if args.quick else Timer(1.0, 4, 2.0))
     finally:
         orb.shutdown()
     if not args.no_cpp:
