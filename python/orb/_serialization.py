@@ -14,7 +14,15 @@ exception or None, its type's name) — raised again where it is read.
 
 Reading gives read-only views: an array that came from the store is not writeable
 (as in Ray), and it keeps the object pinned in the store while it lives.
+
+A torch CPU tensor crosses as its numpy array, so a large one is copied once, into the
+store. torch has no read-only tensors, so one read from the store lies on a private
+(copy-on-write) mapping of the store's pages: reading it shares the store's memory, and
+writing to it (in place, as Ray programs do with their tensors) copies just the pages it
+touches, for this process, never changing the object others read. Small tensors (in
+values that live in the process's heap) are rebuilt as copies.
 """
+import io
 import pickle
 import struct
 import traceback
@@ -35,6 +43,46 @@ def _aligned(n):
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+# Values up to this size live inline (in the process's heap); larger ones in the store.
+INLINE_BYTES = 100 * 1024
+
+
+def _reduce_tensor(tensor):
+    """A plain CPU tensor as its numpy array (out of band, zero-copy); None: torch's own
+    pickling (GPU, sparse, quantized, requiring grad, subclasses, dtypes numpy lacks)."""
+    import torch
+    if (type(tensor) is not torch.Tensor or tensor.device.type != "cpu" or tensor.layout != torch.strided
+            or tensor.requires_grad or tensor.is_quantized or tensor.dtype in (torch.bfloat16, torch.complex32)):
+        return None
+    return _rebuild_tensor, (tensor.detach().resolve_conj().resolve_neg().numpy(),)
+
+
+def _rebuild_tensor(array):
+    import numpy
+    import torch
+    if array.flags.writeable:  # pickled in band (not contiguous): already a copy
+        return torch.from_numpy(array)
+    private = _core.private_view(array) if array.nbytes >= INLINE_BYTES else None
+    if private is None:
+        return torch.from_numpy(array.copy())
+    return torch.from_numpy(numpy.ndarray(array.shape, array.dtype, buffer=private, strides=array.strides))
+
+
+class _Pickler(cloudpickle.CloudPickler):
+    def reducer_override(self, obj):
+        if type(obj).__module__ == "torch" and type(obj).__name__ == "Tensor":
+            reduced = _reduce_tensor(obj)
+            if reduced is not None:
+                return reduced
+        return super().reducer_override(obj)
+
+
+def _dumps(value, buffer_callback):
+    out = io.BytesIO()
+    _Pickler(out, protocol=5, buffer_callback=buffer_callback).dump(value)
+    return out.getvalue()
+
+
 class Serialized:
     """A value ready to be written: its `size`, `write(memoryview)` to put it there, and
     `refs`, the ObjectRefs pickled inside it (held until the value is stored)."""
@@ -42,7 +90,7 @@ class Serialized:
     def __init__(self, value, what="value", flags=0):
         self._buffers = []
         try:
-            self._stream = cloudpickle.dumps(value, protocol=5, buffer_callback=self._buffers.append)
+            self._stream = _dumps(value, self._buffers.append)
         except Exception as e:
             _core.take_serialized_refs()  # released: the value goes nowhere
             raise TypeError("orb cannot serialize %s of type %s: %s" % (what, type(value).__name__, e)) from e

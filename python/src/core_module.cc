@@ -16,6 +16,7 @@
 #include "orb/api.h"
 #include "orb/errors.h"
 #include "orb/internal/runtime.h"
+#include "private_view.h"
 #include "py_refs.h"
 #include "worker.h"
 
@@ -53,6 +54,7 @@ PYBIND11_MODULE(_core, m) {
   orb::python::DefineCalls(m);
   orb::python::DefineWorker(m);
   orb::python::DefineCollective(m);
+  orb::python::DefinePrivateViews(m);
 
   py::class_<orb::NodeInfo>(m, "NodeInfo")
       .def_readonly("node_id", &orb::NodeInfo::node_id)

@@ -1,6 +1,7 @@
 """Actors on Python workers: ordered calls, names, restarts, async methods, handles."""
 import asyncio
 import os
+import time
 
 import pytest
 
@@ -130,9 +131,36 @@ def test_placement_groups(embedded):
     c = Counter.options(num_cpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 0)).remote()
     assert orb.get(c.incr.remote(), timeout=30) == 1
     remove_placement_group(pg)
+    # Removal ends the group's actors soon after (asynchronously, as in Ray).
+    deadline = time.time() + 30
     with pytest.raises(ActorDiedError):
-        orb.get(c.incr.remote(), timeout=30)
+        while time.time() < deadline:
+            orb.get(c.incr.remote(), timeout=30)
+            time.sleep(0.05)
     with pytest.raises(ValueError, match="strategy must be one of"):
         placement_group([{"CPU": 1}], strategy="TIGHT")
     with pytest.raises(ValueError, match="non-empty list"):
         placement_group([])
+
+
+def test_detached_actor_outlives_its_driver(cli_cluster):
+    orb.init(address=cli_cluster, namespace="keep")
+    try:
+        keeper = Counter.options(name="keeper", lifetime="detached").remote(5)
+        goes = Counter.options(name="goes").remote(0)
+        assert orb.get([keeper.incr.remote(), goes.incr.remote()]) == [6, 1]
+    finally:
+        orb.shutdown()
+    orb.init(address=cli_cluster, namespace="keep")
+    try:
+        keeper = orb.get_actor("keeper")
+        assert orb.get(keeper.incr.remote()) == 7  # the same actor, its state kept
+        # The other actor ended with its job (soon after, as in Ray).
+        deadline = time.time() + 20
+        with pytest.raises(ValueError, match="Failed to look up actor"):
+            while time.time() < deadline:
+                orb.get_actor("goes")
+                time.sleep(0.1)
+        orb.kill(keeper)
+    finally:
+        orb.shutdown()

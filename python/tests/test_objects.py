@@ -49,6 +49,46 @@ def test_array_outlives_shutdown():
     gc.collect()
 
 
+def _store_file_mapping(address):
+    """The /proc/self/maps line of the mapping holding `address`, split."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            if low <= address < high:
+                return fields
+    return None
+
+
+@orb.remote
+def add_in_place(tensor):
+    tensor.add_(1)  # a Ray program may write to its argument tensors
+    return float(tensor.sum())
+
+
+def test_torch_tensor_is_shared_and_copy_on_write(embedded):
+    torch = pytest.importorskip("torch")
+    t = torch.arange(1 << 18, dtype=torch.float32)  # 1 MiB
+    ref = orb.put(t)
+    got = orb.get(ref)
+    assert isinstance(got, torch.Tensor) and got.dtype == t.dtype and torch.equal(got, t)
+    mapping = _store_file_mapping(got.data_ptr())
+    assert mapping[5].startswith("/dev/shm/") and mapping[1] == "rw-p"  # the store's pages, privately
+    got.add_(1)  # writes copy the pages they touch, for this process only
+    assert float(got[0]) == 1.0
+    assert torch.equal(orb.get(ref), t)  # the stored object is unchanged
+    assert orb.get(add_in_place.remote(ref)) == float(t.sum()) + t.numel()
+    assert orb.get(add_in_place.remote(t)) == float(t.sum()) + t.numel()
+    assert torch.equal(orb.get(ref), t)
+    # Small tensors are copies; transposed ones come back transposed.
+    small = orb.get(orb.put(torch.ones(4)))
+    small.add_(1)
+    assert small.tolist() == [2.0] * 4
+    m = torch.arange(512 * 256, dtype=torch.float64).reshape(512, 256)
+    assert torch.equal(orb.get(orb.put(m.t())), m.t())
+    assert torch.equal(orb.get(orb.put(m.t().contiguous())), m.t())
+
+
 def test_wait_and_timeouts(embedded):
     refs = [orb.put(i) for i in range(3)]
     ready, not_ready = orb.wait(refs, num_returns=2, timeout=5)

@@ -181,9 +181,11 @@ class ApiTest(unittest.TestCase):
         self.assertFalse(pid_alive(pid))
 
     def test_grace_zero_and_sigkill_after_grace(self):
-        stubborn = self.create(command=["sh", "-c", "trap '' TERM; sleep 300 & wait; wait"], grace=1)
+        stubborn = self.create(command=["sh", "-c", "trap '' TERM; echo trapped; sleep 300 & wait; wait"], grace=1)
         name = stubborn["metadata"]["name"]
         self.wait_phase(name)
+        # Running is set at exec; the shell ignores SIGTERM only once it has run `trap`.
+        wait_until(lambda: "trapped" in self.call("GET", PODS + "/%s/log" % name), what="the trap set")
         start = time.monotonic()
         self.call("DELETE", PODS + "/" + name)
         wait_until(lambda: self.fake.request("GET", PODS + "/" + name)[0] == 404, what="pod gone")
