@@ -3,6 +3,8 @@ bytes: the names joined by NUL, empty when there are none), then each value in o
 A top-level ObjectRef is passed by reference (the task gets its value, as in Ray);
 anything else is serialized, and put into the object store first when large, so that
 a big array crosses as a reference and is read in place."""
+import inspect
+
 from orb import _core
 from orb._core import ObjectRef
 from orb._serialization import Serialized, deserialize
@@ -31,3 +33,30 @@ def unpack(values):
     decoded = [deserialize(v) for v in values[1:]]
     split = len(decoded) - len(names)
     return decoded[:split], {n.decode(): v for n, v in zip(names, decoded[split:])}
+
+
+def signature_of(function, bound=False):
+    """The signature calls to `function` are checked against before they are sent (as
+    Ray does); `bound`: a method, whose first parameter the actor fills. None when it
+    has none to read (a builtin)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    if bound:
+        parameters = list(signature.parameters.values())
+        if not parameters or parameters[0].kind not in (parameters[0].POSITIONAL_ONLY,
+                                                          parameters[0].POSITIONAL_OR_KEYWORD):
+            return None
+        signature = signature.replace(parameters=parameters[1:])
+    return signature
+
+
+def check_call(signature, args, kwargs, name):
+    """TypeError, at the caller, for arguments `name` cannot take."""
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError("%s%s: %s" % (name, signature, e)) from None

@@ -23,6 +23,7 @@ touches, for this process, never changing the object others read. Small tensors 
 values that live in the process's heap) are rebuilt as copies.
 """
 import io
+import os
 import pickle
 import struct
 import traceback
@@ -31,6 +32,7 @@ import cloudpickle
 
 from orb import _core
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 MAGIC = b"ORBP"
 VERSION = 1
 FLAG_ERROR = 1
@@ -124,7 +126,10 @@ class Serialized:
 def serialize_error(function_name, error):
     """A task's failure as a value: the exception (when it pickles), its traceback and
     where it happened, raised again by whoever reads the value."""
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        tb = tb.tb_next  # orb's own frames (the executor's) first: the user's code is what matters
+    text = "".join(traceback.format_exception(type(error), error, tb))
     cause = error
     try:
         cloudpickle.dumps(error)

@@ -20,6 +20,18 @@ def _is_async_class(cls):
                for _, m in inspect.getmembers(cls, predicate=inspect.isfunction))
 
 
+def _method_signatures(cls, methods):
+    """The signatures of the class's plain methods (and constructor) without self."""
+    out = {}
+    for name in methods:
+        if isinstance(inspect.getattr_static(cls, name, None), (staticmethod, classmethod)):
+            continue
+        signature = _arguments.signature_of(getattr(cls, name), bound=True)
+        if signature is not None:
+            out[name] = signature
+    return out
+
+
 # An async actor runs up to this many calls at once unless max_concurrency says.
 ASYNC_DEFAULT_CONCURRENCY = 100
 
@@ -33,6 +45,7 @@ class ActorClass:
         if "max_concurrency" not in self._options and _is_async_class(cls):
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
         self._methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
+        self._signatures = _method_signatures(cls, self._methods)
         self._descriptor = None
         self._pickled = None
         self.__name__ = cls.__name__
@@ -54,13 +67,14 @@ class ActorClass:
         if self._options.get("get_if_exists") and self._options.get("name"):
             found = _core.get_named_actor(self._options["name"], self._options.get("namespace") or "")
             if found:
-                return ActorHandle(found, self._cls.__qualname__, self._methods)
+                return ActorHandle(found, self._cls.__qualname__, self._methods, self._signatures)
         if self._descriptor is None:
             self._descriptor, self._pickled = _export.descriptor_of(self._cls)
         _export.export(self._descriptor, self._pickled)
+        _arguments.check_call(self._signatures.get("__init__"), args, kwargs, self._cls.__qualname__)
         packed = _arguments.pack(args, kwargs, self._cls.__qualname__)
         actor_id = _core.create_actor(self._descriptor, packed, self._core_options)
-        return ActorHandle(actor_id, self._cls.__qualname__, self._methods)
+        return ActorHandle(actor_id, self._cls.__qualname__, self._methods, self._signatures)
 
     def __reduce__(self):
         return ActorClass, (self._cls, self._options)
@@ -73,7 +87,9 @@ class ActorMethod:
         self._options = options or {}
 
     def remote(self, *args, **kwargs):
-        packed = _arguments.pack(args, kwargs, "%s.%s" % (self._handle._class_name, self._name))
+        name = "%s.%s" % (self._handle._class_name, self._name)
+        _arguments.check_call(self._handle._signatures.get(self._name), args, kwargs, name)
+        packed = _arguments.pack(args, kwargs, name)
         return _core.submit_actor_task(self._handle._actor_id, self._name, packed, self._core_options())
 
     def options(self, **options):
@@ -98,10 +114,11 @@ class ActorHandle:
     """A handle to an actor. Method names are checked when the class is known here (a
     handle from get_actor() or from another process checks them at the worker)."""
 
-    def __init__(self, actor_id, class_name, methods=None):
+    def __init__(self, actor_id, class_name, methods=None, signatures=None):
         self._actor_id = actor_id
         self._class_name = class_name
         self._methods = methods
+        self._signatures = signatures or {}  # where the class is known here: calls are checked
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):

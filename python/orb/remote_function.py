@@ -12,6 +12,7 @@ class RemoteFunction:
         self._core_options = _options.task_options(self._options)
         self._descriptor = None
         self._pickled = None
+        self._signature = _arguments.signature_of(function)
         functools.update_wrapper(self, function)
 
     def __call__(self, *args, **kwargs):
@@ -30,6 +31,7 @@ class RemoteFunction:
         if self._descriptor is None:
             self._descriptor, self._pickled = _export.descriptor_of(self._function)
         _export.export(self._descriptor, self._pickled)
+        _arguments.check_call(self._signature, args, kwargs, self._function.__qualname__)
         packed = _arguments.pack(args, kwargs, self._function.__qualname__)
         return _core.submit_task(self._descriptor, packed, self._core_options)
 

@@ -164,3 +164,14 @@ def test_detached_actor_outlives_its_driver(cli_cluster):
         orb.kill(keeper)
     finally:
         orb.shutdown()
+
+
+def test_actor_arguments_are_checked_at_the_call(embedded):
+    with pytest.raises(TypeError, match=r"Counter\(start=0\): too many positional arguments"):
+        Counter.remote(1, 2)
+    c = Counter.remote(1)
+    with pytest.raises(TypeError, match=r"Counter.incr\(by=1\): too many positional arguments"):
+        c.incr.remote(1, 2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'step'"):
+        c.incr.remote(step=2)
+    assert orb.get(c.incr.remote(by=2)) == 3

@@ -98,6 +98,7 @@ def test_remote_exception_with_traceback(embedded):
     message = str(info.value)
     assert "bad input 42" in message and "ValueError" in message
     assert "Traceback" in message and "in fail" in message  # the remote traceback
+    assert "_worker.py" not in message  # the user's frames, not orb's
     assert isinstance(info.value, ValueError)  # except ValueError catches it, as in Ray
     assert isinstance(info.value.cause, ValueError)
     # A task given a failed task's result fails with that error.
@@ -124,6 +125,13 @@ def test_bad_input_is_a_clear_error(embedded):
         square.remote(lock)
     with pytest.raises(TypeError, match="cannot be called directly"):
         square(2)
+    # Arguments the function cannot take fail at the call, before anything is sent.
+    with pytest.raises(TypeError, match=r"square\(x\): too many positional arguments"):
+        square.remote(1, 2)
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        square.remote()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'y'"):
+        square.remote(1, y=2)
     with pytest.raises(ValueError, match="invalid option.*num_cpu"):
         square.options(num_cpu=1)
     with pytest.raises(ValueError, match="num_cpus must be a number"):
