@@ -7,10 +7,7 @@ import inspect
 
 from orb import _core
 from orb._core import ObjectRef
-from orb._serialization import Serialized, deserialize
-
-# Serialized arguments larger than this go through the object store.
-PUT_ARGUMENTS_OVER = 100 * 1024
+from orb._serialization import INLINE_BYTES, Serialized, deserialize
 
 
 def pack(args, kwargs, function_name):
@@ -22,7 +19,7 @@ def pack(args, kwargs, function_name):
             continue
         what = ("argument %d" % i) if i < len(args) else ("argument %r" % names[i - len(args)])
         serialized = Serialized(value, what="%s of %s" % (what, function_name))
-        out.append(_core.put(serialized) if serialized.size > PUT_ARGUMENTS_OVER else serialized)
+        out.append(_core.put(serialized) if serialized.size > INLINE_BYTES else serialized)
     return out
 
 

@@ -45,7 +45,8 @@ def _aligned(n):
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-# Values up to this size live inline (in the process's heap); larger ones in the store.
+# Values up to this size live inline (in the process's heap, as the core keeps them);
+# larger ones in the store, and larger task arguments go there first.
 INLINE_BYTES = 100 * 1024
 
 
