@@ -49,6 +49,7 @@ demo: build
 bench: build
 	$(BUILD_DIR)/bin/orb_microbenchmark
 	$(BUILD_DIR)/bin/orb_actor_benchmark
+	$(BUILD_DIR)/bin/orb_object_benchmark
 	$(BUILD_DIR)/bin/orb_collective_benchmark
 	PYTHONPATH=$(BUILD_DIR)/python ORB_BIN_DIR=$(BUILD_DIR)/bin /usr/bin/python3 -m orb.microbenchmark --no-cpp
 

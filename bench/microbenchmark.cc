@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
 
   // Memory: daemons of the local session, before and after 100,000 tasks whose refs are dropped.
   const char* temp = std::getenv("ORB_TEMP_DIR");
-  std::string session = std::string(temp && *temp ? temp : "/tmp/orb") + "/session_latest";
+  std::string session = std::string(temp && *temp ? temp : "/tmp/orb-" + std::to_string(::getuid())) + "/session_latest";
   pid_t gcs = PidFromFile(session + "/gcs.pid");
   pid_t raylet = PidFromFile(session + "/raylet.pid");
   auto run_tasks = [](int count) {

@@ -62,6 +62,7 @@ struct Config {
   // Extra `orb start --head` flags for the embedded cluster, applied after the fields
   // above, e.g. {"--num-cpus", "2", "--resources", "{\"resource1\": 1}"}. Known:
   // --num-cpus, --num-gpus, --memory, --resources, --labels, --object-store-memory,
+  // --object-spilling-directory, --object-spilling-threshold,
   // --node-ip-address, --port, --storage-dir; another is an orb::Error from Init.
   std::vector<std::string> head_args;
 };

@@ -27,10 +27,18 @@ class ActorDiedError : public Error {
  public:
   using Error::Error;
 };
-// Every copy of the object is gone (or its owner died) and it cannot be rebuilt.
+// Every copy of the object is gone and it cannot be rebuilt: made by Put or an actor
+// call, by a task with max_retries=0 or out of retries, or outside the lineage budget.
+// what() names the object, what was lost and why it cannot be rebuilt.
 class ObjectLostError : public Error {
  public:
   using Error::Error;
+};
+// The process that owned the object (the driver or worker that made it) died; what()
+// names the owner. An ObjectLostError, as in Ray.
+class OwnerDiedError : public ObjectLostError {
+ public:
+  using ObjectLostError::ObjectLostError;
 };
 // Get passed its timeout.
 class GetTimeoutError : public Error {
@@ -39,6 +47,11 @@ class GetTimeoutError : public Error {
 };
 // The object store cannot hold the object.
 class ObjectStoreFullError : public Error {
+ public:
+  using Error::Error;
+};
+// The object store had to spill objects to disk and the disk is full.
+class OutOfDiskError : public Error {
  public:
   using Error::Error;
 };
@@ -67,6 +80,7 @@ using OrbTaskException = TaskError;
 using OrbActorException = ActorDiedError;
 using OrbWorkerException = WorkerCrashedError;
 using UnreconstructableException = ObjectLostError;
+using OwnerDiedException = OwnerDiedError;
 using OrbTimeoutException = GetTimeoutError;
 using OrbRuntimeEnvException = RuntimeEnvError;
 using OrbFunctionNotFound = TaskError;

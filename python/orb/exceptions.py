@@ -13,6 +13,8 @@ from orb._core import (  # noqa: F401 (re-exported)
     ObjectLostError,
     ObjectStoreFullError,
     OrbError,
+    OutOfDiskError,
+    OwnerDiedError,
     RuntimeEnvError,
     TaskError,
     WorkerCrashedError,
@@ -24,8 +26,8 @@ RayTaskError = TaskError
 OrbTaskError = TaskError
 RayActorError = ActorDiedError
 
-__all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "GetTimeoutError",
-           "ObjectStoreFullError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "RayError",
+__all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "OwnerDiedError",
+           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "RayError",
            "RayTaskError", "OrbTaskError", "RayActorError"]
 
 _dual_classes = {}

@@ -43,7 +43,10 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<orb::TaskError>(m, "TaskError", error.ptr());
   py::register_exception<orb::WorkerCrashedError>(m, "WorkerCrashedError", error.ptr());
   py::register_exception<orb::ActorDiedError>(m, "ActorDiedError", error.ptr());
-  py::register_exception<orb::ObjectLostError>(m, "ObjectLostError", error.ptr());
+  auto& object_lost = py::register_exception<orb::ObjectLostError>(m, "ObjectLostError", error.ptr());
+  // After its base: translators are tried last registered first.
+  py::register_exception<orb::OwnerDiedError>(m, "OwnerDiedError", object_lost.ptr());
+  py::register_exception<orb::OutOfDiskError>(m, "OutOfDiskError", error.ptr());
   py::register_exception<orb::GetTimeoutError>(m, "GetTimeoutError", error.ptr());
   py::register_exception<orb::ObjectStoreFullError>(m, "ObjectStoreFullError", error.ptr());
   py::register_exception<orb::InfeasibleError>(m, "InfeasibleError", error.ptr());

@@ -43,8 +43,11 @@ int Up(const UpOptions& options);
 int Down(const DownOptions& options);
 int Status(const std::string& address);
 int Stop(const StopOptions& options);
-// `orb list <what>`: actors, placement-groups.
-int List(const std::string& what, const std::string& address);
+// `orb list <what>`: actors, placement-groups, objects (objects.cc; `format` table or json).
+int List(const std::string& what, const std::string& address, const std::string& format = "table");
+int ListObjects(const std::string& address, const std::string& format);
+// `orb memory`: each node's store, then the objects by owner (objects.cc).
+int Memory(const std::string& address, const std::string& format);
 // `given`, or the local cluster's address; empty (after saying so) when there is none.
 std::string ResolveClusterAddress(const std::string& given, const std::string& command);
 

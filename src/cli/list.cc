@@ -1,4 +1,5 @@
-// `orb list actors`, `orb list placement-groups`: the GCS's tables, one line per row.
+// `orb list actors`, `orb list placement-groups`: the GCS's tables, one line per row
+// (`orb list objects` is in objects.cc).
 #include <iomanip>
 #include <iostream>
 
@@ -85,13 +86,14 @@ std::string ResolveClusterAddress(const std::string& given, const std::string& c
   return address;
 }
 
-int List(const std::string& what, const std::string& given_address) {
+int List(const std::string& what, const std::string& given_address, const std::string& format) {
+  if (what == "objects") return ListObjects(given_address, format);
   std::string address = ResolveClusterAddress(given_address, "list");
   if (address.empty()) return 1;
   RpcClient<rpc::GcsService> gcs(address, FindTokenForAddress(address));
   if (what == "actors") return ListActors(gcs, address);
   if (what == "placement-groups") return ListPlacementGroups(gcs, address);
-  std::cerr << "orb list: unknown table '" << what << "' (known: actors, placement-groups)\n";
+  std::cerr << "orb list: unknown table '" << what << "' (known: actors, placement-groups, objects)\n";
   return 2;
 }
 

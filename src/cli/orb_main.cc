@@ -1,5 +1,5 @@
 // orb: the command line. `orb start --head`, `orb start --address`, `orb status`,
-// `orb list actors|placement-groups`, `orb stop`.
+// `orb list actors|placement-groups|objects`, `orb memory`, `orb stop`.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -46,13 +46,21 @@ int main(int argc, char** argv) {
   status_cmd->add_option("--address", status_address, "GCS address (default: the local cluster)");
   status_cmd->callback([&] { std::exit(orb::cli::Status(status_address)); });
 
-  std::string list_what, list_address;
-  auto* list_cmd = app.add_subcommand("list", "list a cluster table: actors, placement-groups");
-  list_cmd->add_option("what", list_what, "the table: actors or placement-groups")
+  std::string list_what, list_address, list_format = "table";
+  auto* list_cmd = app.add_subcommand("list", "list a cluster table: actors, placement-groups, objects");
+  list_cmd->add_option("what", list_what, "the table: actors, placement-groups or objects")
       ->required()
-      ->check(CLI::IsMember({"actors", "placement-groups"}));
+      ->check(CLI::IsMember({"actors", "placement-groups", "objects"}));
   list_cmd->add_option("--address", list_address, "GCS address (default: the local cluster)");
-  list_cmd->callback([&] { std::exit(orb::cli::List(list_what, list_address)); });
+  list_cmd->add_option("--format", list_format, "table or json (objects only)")
+      ->check(CLI::IsMember({"table", "json"}));
+  list_cmd->callback([&] { std::exit(orb::cli::List(list_what, list_address, list_format)); });
+
+  std::string memory_address, memory_format = "table";
+  auto* memory_cmd = app.add_subcommand("memory", "show each node's object store and the objects, by owner");
+  memory_cmd->add_option("--address", memory_address, "GCS address (default: the local cluster)");
+  memory_cmd->add_option("--format", memory_format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  memory_cmd->callback([&] { std::exit(orb::cli::Memory(memory_address, memory_format)); });
 
   orb::cli::StopOptions stop;
   auto* stop_cmd = app.add_subcommand(

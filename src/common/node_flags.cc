@@ -16,6 +16,11 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--labels", flags->labels, "node labels as JSON, e.g. '{\"zone\": \"a\"}'");
   app->add_option("--object-store-memory", flags->object_store_memory,
                   "object store capacity, bytes (default: 30% of available memory, within /dev/shm)");
+  app->add_option("--object-spilling-directory", flags->object_spilling_directory,
+                  "where the object store spills objects under pressure (default: <session>/spill)");
+  app->add_option("--object-spilling-threshold", flags->object_spilling_threshold,
+                  "fraction of the object store in use above which objects are spilled (default 0.8)")
+      ->check(CLI::Range(0.0, 1.0));
   app->add_option("--node-ip-address", flags->node_ip, "address other processes use to reach this node");
   app->add_option("--infeasible-grace-ms", flags->infeasible_grace_ms,
                   "work no node (and no node type the autoscaler may add) can run fails after this long")
@@ -56,6 +61,10 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
   if (!o.resources.empty()) argv.insert(argv.end(), {"--resources", o.resources});
   if (!o.labels.empty()) argv.insert(argv.end(), {"--labels", o.labels});
   if (o.object_store_memory > 0) argv.insert(argv.end(), {"--object-store-memory", std::to_string(o.object_store_memory)});
+  if (!o.object_spilling_directory.empty()) {
+    argv.insert(argv.end(), {"--object-spilling-directory", o.object_spilling_directory});
+  }
+  argv.insert(argv.end(), {"--object-spilling-threshold", std::to_string(o.object_spilling_threshold)});
   return argv;
 }
 

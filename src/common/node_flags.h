@@ -28,6 +28,8 @@ struct NodeFlags {
   std::string resources;  // JSON object of custom resources
   std::string labels;     // JSON object of strings
   long long object_store_memory = 0;  // 0: 30% of the available memory
+  std::string object_spilling_directory;  // empty: <session>/spill
+  double object_spilling_threshold = 0.8;
   std::string node_ip = "127.0.0.1";
   int infeasible_grace_ms = 3000;  // how long work no node can run waits before INFEASIBLE
   long long max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request daemons accept
@@ -38,7 +40,8 @@ struct NodeFlags {
 };
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
-// --object-store-memory, --node-ip-address, --infeasible-grace-ms, --port and
+// --object-store-memory, --object-spilling-directory, --object-spilling-threshold,
+// --node-ip-address, --infeasible-grace-ms, --port and
 // --storage-dir on `app`.
 void AddNodeFlags(CLI::App* app, NodeFlags* flags);
 

@@ -1,4 +1,5 @@
-// A fixed set of threads running queued functions, for an actor's concurrent calls.
+// A fixed set of threads running queued functions (an actor's concurrent calls, the
+// object spiller's disk work). The functions queued when it is destroyed run first.
 #pragma once
 
 #include <condition_variable>

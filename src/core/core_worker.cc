@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <future>
 #include <thread>
 
@@ -27,6 +28,7 @@ class CoreWorkerGrpcService : public RpcService {
   ORB_SERVICE_METHOD(UpdateBorrowers)
   ORB_SERVICE_METHOD(ReportTaskResults)
   ORB_SERVICE_METHOD(Exit)
+  ORB_SERVICE_METHOD(ListOwnedObjects)
 
  private:
   CoreWorker* handler_;
@@ -45,6 +47,28 @@ class InlineValue : public internal::ValueBuffer {
 std::chrono::steady_clock::time_point DeadlineFor(int64_t timeout_ms) {
   if (timeout_ms < 0) return std::chrono::steady_clock::time_point::max();
   return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
+// A store write's failure as the API's error.
+void ThrowIfStoreFailed(const ObjectID& id, const absl::Status& s) {
+  if (s.ok()) return;
+  if (s.code() == absl::StatusCode::kResourceExhausted) throw ObjectStoreFullError(std::string(s.message()));
+  if (s.code() == absl::StatusCode::kFailedPrecondition) throw OutOfDiskError(std::string(s.message()));
+  throw Error("cannot store object " + id.Hex() + ": " + std::string(s.message()));
+}
+
+// The memory for task specs kept to rebuild lost objects: $ORB_MAX_LINEAGE_BYTES (as
+// Ray's max_lineage_bytes), 1 GiB by default.
+size_t MaxLineageBytes() {
+  const char* env = std::getenv("ORB_MAX_LINEAGE_BYTES");
+  if (!env || !*env) return size_t{1} << 30;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(env, &end, 10);
+  if (*end != '\0') {
+    spdlog::warn("ORB_MAX_LINEAGE_BYTES={} is not a number of bytes; using 1 GiB", env);
+    return size_t{1} << 30;
+  }
+  return static_cast<size_t>(v);
 }
 
 int64_t MsUntil(std::chrono::steady_clock::time_point deadline) {
@@ -98,13 +122,14 @@ absl::Status CoreWorker::Start() {
     for (const auto& p : options_.python_path) add.mutable_job()->add_python_path(p);
     add.mutable_job()->set_namespace_(options_.ray_namespace);
     add.mutable_job()->set_detached_actors_by_default(options_.detached_actors_by_default);
+    options_.worker_id = WorkerID::FromRandom();
+    add.mutable_job()->set_driver_worker_id(options_.worker_id.Binary());
     auto job = gcs_->CallSync<rpc::AddJobReply>(ORB_RPC(AddJob), add, retrying);
     if (!job.ok()) {
       return absl::Status(job.status().code(),
                           "cannot join the cluster at " + options_.gcs_address + ": " + std::string(job.status().message()));
     }
     options_.job_id = JobID::FromBinary(job->job_id());
-    options_.worker_id = WorkerID::FromRandom();
   }
   if (options_.raylet_address.empty()) {
     if (auto s = FindLocalRaylet(); !s.ok()) return s;
@@ -113,12 +138,13 @@ absl::Status CoreWorker::Start() {
   worker_clients_ = std::make_unique<WorkerClientPool>(options_.token);
   raylet_clients_ = std::make_unique<RayletClientPool>(options_.token);
   objects_ = std::make_unique<ObjectTable>(
-      [this](const ObjectID& id) {
-        if (store_) store_->Delete(id);
+      [this](const ObjectID& id, const std::string& node) {
+        if (store_) store_->Delete(id, NodeID::FromBinary(node));
       },
       [this](const std::string& owner, const ObjectID& id, int holds) {
         UpdateBorrowersAt(owner, OwnerString(), {id}, -holds, /*wait=*/false);
-      });
+      },
+      MaxLineageBytes());
 
   // Serve before registering, so the raylet can hand out our address at once.
   TaskReceiver::Hooks hooks;
@@ -250,9 +276,7 @@ rpc::ObjectValue CoreWorker::StoreValue(const ObjectID& id, std::string bytes, c
     value.set_inline_value(std::move(bytes));
     return value;
   }
-  absl::Status s = store_->Put(id, bytes, owner);
-  if (s.code() == absl::StatusCode::kResourceExhausted) throw ObjectStoreFullError(std::string(s.message()));
-  if (!s.ok()) throw Error("cannot store object " + id.Hex() + ": " + std::string(s.message()));
+  ThrowIfStoreFailed(id, store_->Put(id, bytes, owner));
   value.set_in_store_node_id(node_id_.Binary());
   return value;
 }
@@ -276,8 +300,7 @@ internal::RefData CoreWorker::PutWith(size_t size, const std::function<void(char
   for (const auto& ref : internal::TakeSerializedRefs()) contained.push_back(ObjectID::FromBinary(ref.id));
   if (!s.ok()) {
     for (const auto& c : contained) objects_->RemoveLocalRef(c);
-    if (s.code() == absl::StatusCode::kResourceExhausted) throw ObjectStoreFullError(std::string(s.message()));
-    throw Error("cannot store object " + id.Hex() + ": " + std::string(s.message()));
+    ThrowIfStoreFailed(id, s);
   }
   rpc::ObjectValue value;
   value.set_size(static_cast<int64_t>(size));
@@ -365,13 +388,27 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
                                          const internal::TaskOptionsData& options) {
   rpc::TaskSpec spec = BuildSpec(function_name, std::move(args), options, /*default_cpu=*/true);
   ObjectID return_id = ObjectID::FromBinary(spec.return_id());
-  objects_->AddPending(return_id);
+  std::shared_ptr<const rpc::TaskSpec> lineage;
+  std::string not_reconstructable;
+  if (spec.max_retries() == 0) {
+    not_reconstructable = "task '" + spec.function_name() + "' has max_retries=0, so it does not run again";
+  } else if (spec.inlined_refs_size() > 0) {
+    not_reconstructable = "task '" + spec.function_name() +
+                          "' took ObjectRefs inside argument values, and such lineage is not kept";
+  } else {
+    lineage = std::make_shared<const rpc::TaskSpec>(spec);
+  }
+  objects_->AddPending(return_id, std::move(lineage), std::move(not_reconstructable));
   submitter_->Submit(std::move(spec));
   return internal::RefData{return_id.Binary(), OwnerString()};
 }
 
 void CoreWorker::SetBlocked(bool blocked) {
   if (options_.is_driver) return;
+  // Nested on one thread (a Get that waits for a rebuild inside a blocked Get): only
+  // the outermost tells the raylet.
+  static thread_local int depth = 0;
+  if (blocked ? depth++ > 0 : --depth > 0) return;
   rpc::NotifyBlockedRequest request;
   request.set_worker_id(options_.worker_id.Binary());
   request.set_blocked(blocked);
@@ -380,20 +417,23 @@ void CoreWorker::SetBlocked(bool blocked) {
 }
 
 ObjectValuePtr CoreWorker::AskOwner(const ObjectID& id, const std::string& owner,
-                                    std::chrono::steady_clock::time_point deadline) {
+                                    std::chrono::steady_clock::time_point deadline, const std::string& lost_node) {
   auto client = worker_clients_->Get(owner);
+  std::string report = lost_node;
   while (true) {
     int64_t left = MsUntil(deadline);
     rpc::GetObjectStatusRequest request;
     request.set_object_id(id.Binary());
     request.set_wait_ms(static_cast<int32_t>(left < 0 ? 10000 : std::min<int64_t>(left, 10000)));
+    request.set_lost_copy_node_id(report);
     CallOptions call;
     call.timeout = std::chrono::milliseconds(request.wait_ms() + 5000);
     auto reply = client->CallSync<rpc::GetObjectStatusReply>(ORB_RPC(GetObjectStatus), request, call);
     if (!reply.ok()) {
-      throw ObjectLostError("object " + id.Hex() + " is lost: its owner at " + owner + " is unreachable (" +
-                            std::string(reply.status().message()) + ")");
+      throw OwnerDiedError("object " + id.Hex() + " is lost: its owner at " + owner + " died (" +
+                           std::string(reply.status().message()) + ")");
     }
+    report.clear();  // told once
     if (reply->status() == rpc::GetObjectStatusReply::OUT_OF_SCOPE) {
       throw ObjectLostError("object " + id.Hex() + " is lost: its owner at " + owner + " no longer has it");
     }
@@ -405,7 +445,8 @@ ObjectValuePtr CoreWorker::AskOwner(const ObjectID& id, const std::string& owner
 }
 
 std::shared_ptr<internal::ValueBuffer> CoreWorker::Materialize(const ObjectID& id, ObjectValuePtr value,
-                                                               std::chrono::steady_clock::time_point deadline) {
+                                                               std::chrono::steady_clock::time_point deadline,
+                                                               std::string* lost) {
   switch (value->kind_case()) {
     case rpc::ObjectValue::kInlineValue:
       return std::make_shared<InlineValue>(std::move(value));
@@ -413,29 +454,69 @@ std::shared_ptr<internal::ValueBuffer> CoreWorker::Materialize(const ObjectID& i
       ThrowObjectError(value->error());
     case rpc::ObjectValue::kInStoreNodeId: {
       NodeID holder = NodeID::FromBinary(value->in_store_node_id());
+      absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> buffer;
       if (holder != node_id_) {
         // Another node has it: this node's raylet pulls a copy, then it is read in place.
-        auto pulled = store_->Pull(id, holder, static_cast<uint64_t>(value->size()));
-        if (pulled.status().code() == absl::StatusCode::kResourceExhausted) {
-          throw ObjectStoreFullError(std::string(pulled.status().message()));
+        // The owner is known here only for this process's own objects.
+        WorkerID owner = objects_->IsOwned(id) ? options_.worker_id : WorkerID();
+        buffer = store_->Pull(id, holder, static_cast<uint64_t>(value->size()), owner);
+        if (buffer.status().code() == absl::StatusCode::kResourceExhausted) {
+          throw ObjectStoreFullError(std::string(buffer.status().message()));
         }
-        if (!pulled.ok()) throw ObjectLostError("object " + id.Hex() + " is lost: " + std::string(pulled.status().message()));
-        return *pulled;
+      } else {
+        buffer = store_->Get(id, std::max<int64_t>(MsUntil(deadline), 1000));
       }
-      auto buffer = store_->Get(id, std::max<int64_t>(MsUntil(deadline), 1000));
-      if (!buffer.ok()) throw ObjectLostError("object " + id.Hex() + " is lost: " + std::string(buffer.status().message()));
-      return *buffer;
+      if (buffer.ok()) return *buffer;
+      std::string why(buffer.status().message());
+      if (!lost) throw ObjectLostError("object " + id.Hex() + " is lost: " + why);
+      *lost = why;
+      return nullptr;
     }
     default:
       throw Error("object " + id.Hex() + " has no value");
   }
 }
 
+void CoreWorker::RebuildLost(const ObjectID& id, const std::string& lost_node, const std::string& reason,
+                             std::function<void()> done) {
+  // Which nodes live decides which of the object's arguments are gone with it; without
+  // an answer only the copy seen lost counts as lost.
+  CallOptions call;
+  call.timeout = std::chrono::seconds(5);
+  gcs_->Call<rpc::GetAllNodesReply>(
+      ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest(),
+      [this, id, lost_node, reason, done](const absl::Status& status, rpc::GetAllNodesReply&& reply) {
+        std::set<std::string> alive;
+        for (const auto& n : reply.nodes()) {
+          if (n.state() == rpc::NodeInfo::ALIVE && n.node_id() != lost_node) alive.insert(n.node_id());
+        }
+        bool known = status.ok();
+        auto node_alive = [&](const std::string& node) {
+          return node != lost_node && (!known || alive.count(node) > 0);
+        };
+        ObjectTable::Recovery recovery = objects_->BeginReconstruction(id, lost_node, reason, node_alive);
+        if (recovery.kind == ObjectTable::Recovery::Kind::kResubmit) {
+          spdlog::warn("object {} was lost ({}); running {} task(s) again to rebuild it", id.Hex(), reason,
+                       recovery.resubmit.size());
+        }
+        for (auto& spec : recovery.resubmit) submitter_->Submit(std::move(spec));
+        done();
+      },
+      call);
+}
+
+void CoreWorker::RebuildLost(const ObjectID& id, const std::string& lost_node, const std::string& reason) {
+  std::promise<void> rebuilt;
+  RebuildLost(id, lost_node, reason, [&rebuilt] { rebuilt.set_value(); });
+  rebuilt.get_future().wait();
+}
+
 std::shared_ptr<internal::ValueBuffer> CoreWorker::GetOne(const internal::RefData& ref,
                                                           std::chrono::steady_clock::time_point deadline) {
   ObjectID id = ObjectID::FromBinary(ref.id);
   if (id.IsNil()) throw Error("Get of an empty or malformed ObjectRef");
-  if (objects_->IsOwned(id)) {
+  if (!objects_->IsOwned(id)) return GetBorrowed(id, ref.owner, deadline);
+  while (true) {
     ObjectValuePtr value = objects_->GetIfReady(id);
     if (!value) {
       auto outcome = objects_->WaitReady({id}, 1, deadline);
@@ -443,11 +524,42 @@ std::shared_ptr<internal::ValueBuffer> CoreWorker::GetOne(const internal::RefDat
       value = objects_->GetIfReady(id);
       if (!value) throw ObjectLostError("object " + id.Hex() + " went out of scope while waiting");
     }
-    return Materialize(id, std::move(value), deadline);
+    std::string lost;
+    if (auto buffer = Materialize(id, value, deadline, &lost)) return buffer;
+    // Every copy is gone: rebuild it from its lineage if it can be (or its value becomes
+    // the error saying why not), then wait again.
+    RebuildLost(id, value->in_store_node_id(), lost);
   }
-  ObjectValuePtr value = AskOwner(id, ref.owner, deadline);
-  if (!value) throw GetTimeoutError("Get timed out waiting for object " + id.Hex());
-  return Materialize(id, std::move(value), deadline);
+}
+
+std::shared_ptr<internal::ValueBuffer> CoreWorker::GetBorrowed(const ObjectID& id, const std::string& owner,
+                                                               std::chrono::steady_clock::time_point deadline) {
+  // A copy the owner names may be lost; the owner is told, rebuilds the object if it
+  // can, and is asked again. A few rounds at most: each costs the owner a re-run.
+  constexpr int kMaxLossReports = 4;
+  std::string lost_node;
+  bool blocked = false;
+  for (int reports = 0;; ++reports) {
+    ObjectValuePtr value;
+    try {
+      value = AskOwner(id, owner, deadline, lost_node);
+    } catch (...) {
+      if (blocked) SetBlocked(false);
+      throw;
+    }
+    if (blocked) SetBlocked(false);
+    blocked = false;
+    if (!value) throw GetTimeoutError("Get timed out waiting for object " + id.Hex());
+    std::string lost;
+    if (auto buffer = Materialize(id, value, deadline, reports < kMaxLossReports ? &lost : nullptr)) return buffer;
+    lost_node = value->in_store_node_id();
+    spdlog::warn("object {} could not be read ({}); asking its owner at {} to rebuild it", id.Hex(), lost, owner);
+    // Rebuilding may need this worker's CPU (the tasks that make the object): lend it.
+    if (!options_.is_driver) {
+      SetBlocked(true);
+      blocked = true;
+    }
+  }
 }
 
 std::vector<std::shared_ptr<internal::ValueBuffer>> CoreWorker::Get(const std::vector<internal::RefData>& refs,
@@ -481,28 +593,68 @@ std::vector<bool> CoreWorker::Wait(const std::vector<internal::RefData>& refs, i
     throw Error("Wait: num_objects must be between 0 and the number of refs (" + std::to_string(refs.size()) + ")");
   }
   std::vector<ObjectID> owned;
-  std::vector<bool> ready(refs.size(), false);
-  size_t borrowed_ready = 0;
+  std::vector<size_t> borrowed;
   for (size_t i = 0; i < refs.size(); ++i) {
     ObjectID id = ObjectID::FromBinary(refs[i].id);
     if (objects_->IsOwned(id)) {
       owned.push_back(id);
     } else {
-      // A borrowed ref counts as ready when its owner says so within the wait.
-      try {
-        ready[i] = AskOwner(id, refs[i].owner, DeadlineFor(0)) != nullptr;
-      } catch (const ObjectLostError&) {
-        ready[i] = true;  // Get will raise the loss
-      }
-      borrowed_ready += ready[i];
+      borrowed.push_back(i);
     }
   }
-  size_t need = static_cast<size_t>(num_objects) > borrowed_ready ? num_objects - borrowed_ready : 0;
-  objects_->WaitReady(owned, std::min(need, owned.size()), DeadlineFor(timeout_ms));
+  std::vector<bool> ready(refs.size(), false);
+  auto deadline = DeadlineFor(timeout_ms);
+  if (borrowed.empty()) {
+    objects_->WaitReady(owned, static_cast<size_t>(num_objects), deadline);
+  } else {
+    // Borrowed refs: long polls to their owners, all at once; owned ones count as they
+    // become ready; until enough are, or the time is up.
+    auto state = std::make_shared<WaitState>();
+    state->ready.assign(refs.size(), false);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      ObjectID id = ObjectID::FromBinary(refs[i].id);
+      if (objects_->IsOwned(id)) {
+        objects_->OnReady(id, [state, i](ObjectValuePtr) { state->Mark(i); });
+      } else {
+        PollOwner(state, i, id, refs[i].owner, deadline);
+      }
+    }
+    std::unique_lock<std::mutex> lock(state->mu);
+    auto enough = [&] { return state->num_ready >= static_cast<size_t>(num_objects); };
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      state->cv.wait(lock, enough);
+    } else {
+      state->cv.wait_until(lock, deadline, enough);
+    }
+    state->done = true;
+    ready = state->ready;
+  }
   for (size_t i = 0; i < refs.size(); ++i) {
     if (!ready[i]) ready[i] = objects_->GetIfReady(ObjectID::FromBinary(refs[i].id)) != nullptr;
   }
   return ready;
+}
+
+void CoreWorker::PollOwner(std::shared_ptr<WaitState> state, size_t index, const ObjectID& id, const std::string& owner,
+                           std::chrono::steady_clock::time_point deadline) {
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (state->done) return;
+  }
+  int64_t left = MsUntil(deadline);
+  rpc::GetObjectStatusRequest request;
+  request.set_object_id(id.Binary());
+  request.set_wait_ms(static_cast<int32_t>(left < 0 ? 10000 : std::min<int64_t>(left, 10000)));
+  CallOptions call;
+  call.timeout = std::chrono::milliseconds(request.wait_ms() + 5000);
+  worker_clients_->Get(owner)->Call<rpc::GetObjectStatusReply>(
+      ORB_RPC(GetObjectStatus), request,
+      [this, state, index, id, owner, deadline](const absl::Status& status, rpc::GetObjectStatusReply&& reply) {
+        // Ready, or lost (its owner gone, or no longer having it): Get will say which.
+        if (!status.ok() || reply.status() != rpc::GetObjectStatusReply::PENDING) return state->Mark(index);
+        if (MsUntil(deadline) != 0) PollOwner(state, index, id, owner, deadline);
+      },
+      call);
 }
 
 void CoreWorker::AddLocalReference(const std::string& id) { objects_->AddLocalRef(ObjectID::FromBinary(id)); }
@@ -645,13 +797,23 @@ void CoreWorker::HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, r
     }
     send(grpc::Status::OK);
   };
-  if (!objects_->OnReady(id, answer)) {
-    reply->set_status(rpc::GetObjectStatusReply::OUT_OF_SCOPE);
-    return send(grpc::Status::OK);
-  }
-  if (!answered->load()) {
-    loop_.RunAfter(std::chrono::milliseconds(std::max(0, req.wait_ms())), [answer] { answer(nullptr); });
-  }
+  int wait_ms = std::max(0, req.wait_ms());
+  auto wait_for_it = [this, id, answer, reply, send, answered, wait_ms] {
+    if (!objects_->OnReady(id, answer)) {
+      reply->set_status(rpc::GetObjectStatusReply::OUT_OF_SCOPE);
+      return send(grpc::Status::OK);
+    }
+    if (!answered->load()) {
+      loop_.RunAfter(std::chrono::milliseconds(wait_ms), [answer] { answer(nullptr); });
+    }
+  };
+  ObjectValuePtr known = req.lost_copy_node_id().empty() ? nullptr : objects_->GetIfReady(id);
+  if (!known || known->in_store_node_id() != req.lost_copy_node_id()) return wait_for_it();
+  // A reader could not get the copy this process named: rebuild the object, then answer
+  // once it is ready.
+  RebuildLost(id, req.lost_copy_node_id(),
+              "a reader could not fetch it from node " + NodeID::FromBinary(req.lost_copy_node_id()).Hex(),
+              [this, wait_for_it] { loop_.Post(wait_for_it); });
 }
 
 void CoreWorker::HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply*,
@@ -659,6 +821,43 @@ void CoreWorker::HandleReportTaskResults(const rpc::ReportTaskResultsRequest& re
   for (const auto& result : req.results()) {
     if (submitter_ && submitter_->CompleteEarly(result)) continue;
     if (actor_submitter_) actor_submitter_->CompleteEarly(result);
+  }
+  send(grpc::Status::OK);
+}
+
+void CoreWorker::HandleListOwnedObjects(const rpc::ListOwnedObjectsRequest&, rpc::ListOwnedObjectsReply* reply,
+                                        SendReply send) {
+  *reply->mutable_address() = self_address_;
+  reply->set_is_driver(options_.is_driver);
+  for (const auto& o : objects_->ListOwned()) {
+    auto* out = reply->add_owned();
+    out->set_object_id(o.id.Binary());
+    if (!o.value) {
+      out->set_state(o.released ? rpc::OwnedObjectInfo::RELEASED : rpc::OwnedObjectInfo::PENDING);
+    } else if (o.value->has_error()) {
+      out->set_state(rpc::OwnedObjectInfo::ERROR);
+      out->set_error(o.value->error().message());
+    } else if (o.value->kind_case() == rpc::ObjectValue::kInStoreNodeId) {
+      out->set_state(rpc::OwnedObjectInfo::IN_STORE);
+      out->set_node_id(o.value->in_store_node_id());
+    } else {
+      out->set_state(rpc::OwnedObjectInfo::INLINE);
+    }
+    out->set_size(o.value ? (o.value->size() > 0 ? o.value->size()
+                                                 : static_cast<int64_t>(o.value->inline_value().size()))
+                          : 0);
+    out->set_local_refs(o.local_refs);
+    out->set_submitted_task_refs(o.task_refs);
+    out->set_borrowers(o.borrowers);
+    out->set_captured_refs(o.captured);
+    out->set_lineage_refs(o.lineage_refs);
+    out->set_reconstructable(o.reconstructable);
+  }
+  for (const auto& b : objects_->ListBorrowed()) {
+    auto* out = reply->add_borrowed();
+    out->set_object_id(b.id.Binary());
+    out->set_owner(b.owner);
+    out->set_holds(b.holds);
   }
   send(grpc::Status::OK);
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -128,6 +129,9 @@ class CoreWorker : public Runtime {
   void HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply* reply,
                                SendReply send);
   void HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply, SendReply send);
+  // What this process owns and borrows, for `orb list objects`.
+  void HandleListOwnedObjects(const rpc::ListOwnedObjectsRequest& req, rpc::ListOwnedObjectsReply* reply,
+                              SendReply send);
 
  private:
   explicit CoreWorker(CoreWorkerOptions options);
@@ -156,10 +160,24 @@ class CoreWorker : public Runtime {
   // The value of one object, waiting until `deadline`; throws orb::Error subclasses.
   std::shared_ptr<internal::ValueBuffer> GetOne(const internal::RefData& ref,
                                                 std::chrono::steady_clock::time_point deadline);
-  std::shared_ptr<internal::ValueBuffer> Materialize(const ObjectID& id, ObjectValuePtr value,
+  // A borrowed object's value, from its owner; reports copies that cannot be read.
+  std::shared_ptr<internal::ValueBuffer> GetBorrowed(const ObjectID& id, const std::string& owner,
                                                      std::chrono::steady_clock::time_point deadline);
+  // A readable view of `value`. When its store copy cannot be read: with `lost`, says
+  // why there and returns null; without, throws ObjectLostError.
+  std::shared_ptr<internal::ValueBuffer> Materialize(const ObjectID& id, ObjectValuePtr value,
+                                                     std::chrono::steady_clock::time_point deadline,
+                                                     std::string* lost = nullptr);
+  // The owner's answer within `deadline` (null: still pending). `lost_node`: tell the
+  // owner its copy there could not be read. OwnerDiedError when the owner is gone.
   ObjectValuePtr AskOwner(const ObjectID& id, const std::string& owner,
-                          std::chrono::steady_clock::time_point deadline);
+                          std::chrono::steady_clock::time_point deadline, const std::string& lost_node = "");
+  // Owned object `id`'s copy at node `lost_node` (binary) is gone: re-runs the tasks
+  // that make it (and its lost arguments), or makes its value the error saying why not;
+  // then `done` (on a gRPC thread). The second form waits.
+  void RebuildLost(const ObjectID& id, const std::string& lost_node, const std::string& reason,
+                   std::function<void()> done);
+  void RebuildLost(const ObjectID& id, const std::string& lost_node, const std::string& reason);
   rpc::ObjectValue StoreValue(const ObjectID& id, std::string bytes, const rpc::Address& owner);
   // A task's result holds `refs` (each held once here): registers `caller` as their
   // borrower with each owner, lists them in `value`, then drops this process's holds.
@@ -170,6 +188,24 @@ class CoreWorker : public Runtime {
                                           const std::vector<ObjectID>& ids, int delta, bool wait);
   // UpdateBorrowersAt for objects this process owns.
   std::vector<ObjectID> UpdateOwnBorrowers(const std::string& borrower, const std::vector<ObjectID>& ids, int delta);
+  // A Wait over borrowed refs: which are ready, as their owners answer.
+  struct WaitState {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<bool> ready;  // guarded by mu
+    size_t num_ready = 0;     // guarded by mu
+    bool done = false;        // guarded by mu: the Wait returned; stop asking
+    void Mark(size_t i) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (ready[i]) return;
+      ready[i] = true;
+      ++num_ready;
+      cv.notify_all();
+    }
+  };
+  // Long-polls `owner` for borrowed object `id` until it is ready or `deadline`.
+  void PollOwner(std::shared_ptr<WaitState> state, size_t index, const ObjectID& id, const std::string& owner,
+                 std::chrono::steady_clock::time_point deadline);
   void SetBlocked(bool blocked);
   std::string OwnerString() const;
 

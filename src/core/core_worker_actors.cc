@@ -61,7 +61,8 @@ internal::RefData CoreWorker::SubmitActorTask(const std::string& actor_id, const
   spec.set_actor_id(actor_id);
   spec.set_max_retries(0);  // the actor's max_task_retries governs
   ObjectID return_id = ObjectID::FromBinary(spec.return_id());
-  objects_->AddPending(return_id);
+  objects_->AddPending(return_id, nullptr,
+                       "it was made by actor method '" + method_name + "', and actor calls do not run again to rebuild a result");
   actor_submitter_->Submit(std::move(spec));
   return internal::RefData{return_id.Binary(), OwnerString()};
 }

@@ -15,6 +15,10 @@ namespace orb {
       throw ActorDiedError(m);
     case rpc::OBJECT_LOST:
       throw ObjectLostError(m);
+    case rpc::OWNER_DIED:
+      throw OwnerDiedError(m);
+    case rpc::OUT_OF_DISK:
+      throw OutOfDiskError(m);
     case rpc::OBJECT_STORE_FULL:
       throw ObjectStoreFullError(m);
     case rpc::INFEASIBLE:

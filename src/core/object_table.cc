@@ -9,12 +9,48 @@ std::string OwnerOf(const rpc::ObjectRefProto& ref) {
 
 }  // namespace
 
-ObjectTable::ObjectTable(std::function<void(const ObjectID&)> on_free_in_store, BorrowReleased on_borrow_released)
-    : on_free_in_store_(std::move(on_free_in_store)), on_borrow_released_(std::move(on_borrow_released)) {}
+ObjectTable::ObjectTable(FreeInStore on_free_in_store, BorrowReleased on_borrow_released,
+                         size_t max_lineage_bytes)
+    : on_free_in_store_(std::move(on_free_in_store)),
+      on_borrow_released_(std::move(on_borrow_released)),
+      max_lineage_bytes_(max_lineage_bytes) {}
 
-void ObjectTable::AddPending(const ObjectID& id) {
+void ObjectTable::AddPending(const ObjectID& id, std::shared_ptr<const rpc::TaskSpec> lineage,
+                             std::string not_reconstructable) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_[id].local_refs += 1;
+  Entry& e = entries_[id];
+  e.local_refs += 1;
+  if (!lineage) {
+    e.not_reconstructable = std::move(not_reconstructable);
+    return;
+  }
+  size_t bytes = lineage->ByteSizeLong();
+  if (lineage_bytes_ + bytes > max_lineage_bytes_) {
+    e.not_reconstructable = "its lineage was not kept: the owner's lineage budget of " +
+                            std::to_string(max_lineage_bytes_) + " bytes (ORB_MAX_LINEAGE_BYTES) was full";
+    return;
+  }
+  lineage_bytes_ += bytes;
+  e.lineage = std::move(lineage);
+  HoldLineageArgs(*e.lineage, +1, nullptr);
+}
+
+void ObjectTable::HoldLineageArgs(const rpc::TaskSpec& spec, int delta, Effects* effects) {
+  for (const auto& arg : spec.args()) {
+    if (!arg.has_ref()) continue;
+    auto it = entries_.find(ObjectID::FromBinary(arg.ref().object_id()));
+    if (it == entries_.end()) continue;
+    it->second.lineage_refs += delta;
+    if (delta < 0) MaybeFree(it, effects);
+  }
+}
+
+void ObjectTable::Complete(Entry& e, ObjectValuePtr value, Effects* effects) {
+  e.value = value;
+  e.released = false;
+  for (auto& cb : e.on_ready) effects->callbacks.push_back([cb = std::move(cb), value] { cb(value); });
+  e.on_ready.clear();
+  ready_cv_.notify_all();
 }
 
 void ObjectTable::AddReady(const ObjectID& id, rpc::ObjectValue value, const std::vector<ObjectID>& contained) {
@@ -23,11 +59,11 @@ void ObjectTable::AddReady(const ObjectID& id, rpc::ObjectValue value, const std
   e.local_refs += 1;
   e.value = std::make_shared<const rpc::ObjectValue>(std::move(value));
   e.contained.insert(e.contained.end(), contained.begin(), contained.end());
+  e.not_reconstructable = "it was made by Put, and only a task's result can be rebuilt";
   ready_cv_.notify_all();
 }
 
 void ObjectTable::SetReady(const ObjectID& id, rpc::ObjectValue value) {
-  std::vector<std::function<void(ObjectValuePtr)>> callbacks;
   ObjectValuePtr ptr = std::make_shared<const rpc::ObjectValue>(std::move(value));
   Effects effects;
   {
@@ -38,22 +74,19 @@ void ObjectTable::SetReady(const ObjectID& id, rpc::ObjectValue value) {
       contained.push_back(ObjectID::FromBinary(ref.object_id()));
     }
     auto it = entries_.find(id);
-    if (it == entries_.end() || it->second.value) {
+    if (it == entries_.end() || it->second.value || it->second.released) {
       // Nobody references it any more, or it completed already (a retried task that
       // finished twice): free a store copy the task made, and what its value held.
       if (it == entries_.end() && ptr->kind_case() == rpc::ObjectValue::kInStoreNodeId) {
-        effects.freed_in_store.push_back(id);
+        effects.freed_in_store.emplace_back(id, ptr->in_store_node_id());
       }
       effects.release.insert(effects.release.end(), contained.begin(), contained.end());
     } else {
-      it->second.value = ptr;
       it->second.contained = std::move(contained);
-      callbacks.swap(it->second.on_ready);
+      Complete(it->second, ptr, &effects);
       MaybeFree(it, &effects);
-      ready_cv_.notify_all();
     }
   }
-  for (auto& cb : callbacks) cb(ptr);
   Apply(std::move(effects));
 }
 
@@ -131,10 +164,111 @@ bool ObjectTable::OnReady(const ObjectID& id, std::function<void(ObjectValuePtr)
 
 bool ObjectTable::MaybeFree(std::unordered_map<ObjectID, Entry>::iterator it, Effects* effects) {
   Entry& e = it->second;
-  if (!e.value || e.local_refs > 0 || e.task_refs > 0 || !e.borrowers.empty()) return false;
-  if (e.value->kind_case() == rpc::ObjectValue::kInStoreNodeId) effects->freed_in_store.push_back(it->first);
-  effects->release.insert(effects->release.end(), e.contained.begin(), e.contained.end());
+  if (!e.value && !e.released) return false;  // pending
+  if (e.local_refs > 0 || e.task_refs > 0 || !e.borrowers.empty()) return false;
+  if (e.value) {
+    // Nobody can read it any more: its value goes, and what the value held.
+    if (e.value->kind_case() == rpc::ObjectValue::kInStoreNodeId) {
+      effects->freed_in_store.emplace_back(it->first, e.value->in_store_node_id());
+    }
+    effects->release.insert(effects->release.end(), e.contained.begin(), e.contained.end());
+    e.contained.clear();
+    e.value = nullptr;
+    e.released = true;
+  }
+  // Still an argument in the lineage of a live object: keep the entry (and its own
+  // lineage) so that object can be rebuilt.
+  if (e.lineage_refs > 0) return false;
+  std::shared_ptr<const rpc::TaskSpec> lineage = std::move(e.lineage);
   entries_.erase(it);
+  if (!lineage) return true;
+  lineage_bytes_ -= lineage->ByteSizeLong();
+  // Its arguments lose a lineage hold, which may free them and their lineage in turn:
+  // a worklist rather than recursion, for long chains.
+  effects->lineage_dropped.push_back(std::move(lineage));
+  if (draining_lineage_) return true;
+  draining_lineage_ = true;
+  while (!effects->lineage_dropped.empty()) {
+    auto spec = std::move(effects->lineage_dropped.back());
+    effects->lineage_dropped.pop_back();
+    HoldLineageArgs(*spec, -1, effects);
+  }
+  draining_lineage_ = false;
+  return true;
+}
+
+ObjectTable::Recovery ObjectTable::BeginReconstruction(const ObjectID& id, const std::string& lost_node,
+                                                       const std::string& reason, const NodeAlive& node_alive) {
+  Recovery recovery;
+  Effects effects;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return recovery;
+    Entry& e = it->second;
+    if (!e.value && !e.released) {
+      recovery.kind = Recovery::Kind::kInProgress;
+    } else if (e.value && (e.value->kind_case() != rpc::ObjectValue::kInStoreNodeId ||
+                           e.value->in_store_node_id() != lost_node)) {
+      recovery.kind = Recovery::Kind::kNotLost;
+    } else {
+      std::string what = "object " + id.Hex() + " was lost (" + reason + ")";
+      recovery.kind = Reconstruct(id, e, what, node_alive, &recovery, &effects) ? Recovery::Kind::kResubmit
+                                                                                : Recovery::Kind::kFailed;
+    }
+  }
+  Apply(std::move(effects));
+  return recovery;
+}
+
+bool ObjectTable::Reconstruct(const ObjectID& id, Entry& e, const std::string& what_was_lost,
+                              const NodeAlive& node_alive, Recovery* recovery, Effects* effects) {
+  // The lost value's holds go with it; a re-run brings its own.
+  effects->release.insert(effects->release.end(), e.contained.begin(), e.contained.end());
+  e.contained.clear();
+  std::string why_not;
+  if (!e.lineage) {
+    why_not = e.not_reconstructable.empty() ? "it was not made by a task that can run again" : e.not_reconstructable;
+  } else if (e.lineage->max_retries() >= 0 && e.reconstructions >= e.lineage->max_retries()) {
+    why_not = "task '" + e.lineage->function_name() + "' already ran again " + std::to_string(e.reconstructions) +
+              " time(s) to rebuild it, its max_retries";
+  } else if (const auto& where = e.lineage->scheduling();
+             where.strategy() == rpc::SchedulingOptions::NODE_AFFINITY && !where.affinity_soft() &&
+             !node_alive(where.affinity_node_id())) {
+    why_not = "task '" + e.lineage->function_name() + "' must run on node " +
+              NodeID::FromBinary(where.affinity_node_id()).Hex() + " (hard node affinity), which is dead";
+  }
+  if (!why_not.empty()) {
+    rpc::ObjectValue error;
+    error.mutable_error()->set_type(rpc::OBJECT_LOST);
+    error.mutable_error()->set_message(what_was_lost + " and cannot be rebuilt: " + why_not);
+    Complete(e, std::make_shared<const rpc::ObjectValue>(std::move(error)), effects);
+    return false;
+  }
+  e.value = nullptr;
+  e.released = false;
+  e.reconstructions++;
+  rpc::TaskSpec spec = *e.lineage;
+  spec.set_attempt(e.reconstructions);
+  // Arguments made here that are gone too (let go, or on a dead node) are rebuilt as
+  // well; one that cannot be fails the re-run with its error.
+  for (const auto& arg : spec.args()) {
+    if (!arg.has_ref()) continue;
+    ObjectID arg_id = ObjectID::FromBinary(arg.ref().object_id());
+    auto it = entries_.find(arg_id);
+    if (it == entries_.end()) continue;
+    Entry& a = it->second;
+    bool on_dead_node = a.value && a.value->kind_case() == rpc::ObjectValue::kInStoreNodeId &&
+                        !node_alive(a.value->in_store_node_id());
+    if (!a.released && !on_dead_node) continue;
+    Reconstruct(arg_id, a,
+                "object " + arg_id.Hex() + ", an argument of task '" + spec.function_name() + "' that made " +
+                    id.Hex() + ", was lost",
+                node_alive, recovery, effects);
+  }
+  // Dependents before their arguments: a re-run argument then always has a task
+  // holding it when it completes (else, held only by lineage, it would be let go).
+  recovery->resubmit.insert(recovery->resubmit.begin(), std::move(spec));
   return true;
 }
 
@@ -158,7 +292,8 @@ void ObjectTable::AddHolds(const ObjectID& id, int delta, bool task, Effects* ef
 }
 
 void ObjectTable::Apply(Effects effects) {
-  for (const auto& id : effects.freed_in_store) on_free_in_store_(id);
+  for (auto& cb : effects.callbacks) cb();
+  for (const auto& [id, node] : effects.freed_in_store) on_free_in_store_(id, node);
   if (on_borrow_released_) {
     for (const auto& r : effects.borrows_released) on_borrow_released_(r.owner, r.id, r.holds);
   }
@@ -256,6 +391,42 @@ bool ObjectTable::UpdateBorrower(const ObjectID& id, const std::string& borrower
 size_t ObjectTable::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();
+}
+
+std::vector<ObjectTable::OwnedSummary> ObjectTable::ListOwned() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unordered_map<ObjectID, int> captured;  // holds that live objects' values keep
+  for (const auto& [id, e] : entries_) {
+    for (const auto& c : e.contained) captured[c]++;
+  }
+  std::vector<OwnedSummary> out;
+  out.reserve(entries_.size());
+  for (const auto& [id, e] : entries_) {
+    OwnedSummary o;
+    o.id = id;
+    o.value = e.value;
+    o.released = e.released;
+    o.captured = captured.count(id) ? captured[id] : 0;
+    o.local_refs = e.local_refs - o.captured;  // a captured ref is held as a local one
+    o.task_refs = e.task_refs;
+    for (const auto& [b, n] : e.borrowers) o.borrowers += n;
+    o.lineage_refs = e.lineage_refs;
+    o.reconstructable = e.lineage != nullptr;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<ObjectTable::BorrowedSummary> ObjectTable::ListBorrowed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<BorrowedSummary> out;
+  for (const auto& [id, b] : borrowed_) out.push_back({id, b.owner, b.holds});
+  return out;
+}
+
+size_t ObjectTable::lineage_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lineage_bytes_;
 }
 
 size_t ObjectTable::num_borrowed() const {

@@ -45,9 +45,11 @@ absl::Status StoreClient::PutWith(const ObjectID& id, size_t size, const rpc::Ad
   create.set_object_id(id.Binary());
   create.set_size(static_cast<int64_t>(size));
   *create.mutable_owner() = owner;
+  create.set_writer_worker_id(self_.Binary());
   auto created = raylet_->CallSync<rpc::CreateObjectReply>(ORB_RPC(CreateObject), create);
   if (!created.ok()) return created.status();
   if (created->error().type() == rpc::OBJECT_STORE_FULL) return absl::ResourceExhaustedError(created->error().message());
+  if (created->error().type() == rpc::OUT_OF_DISK) return absl::FailedPreconditionError(created->error().message());
   if (created->already_exists()) return absl::OkStatus();  // a retried task wrote it before
   uint64_t offset = static_cast<uint64_t>(created->offset());
   if (offset + size > arena_->size()) return absl::InternalError("raylet returned an offset outside the arena");
@@ -96,12 +98,13 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::View(const O
 }
 
 absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Pull(const ObjectID& id, const NodeID& source,
-                                                                         uint64_t size) {
+                                                                         uint64_t size, const WorkerID& owner) {
   rpc::PullObjectRequest request;
   request.set_object_id(id.Binary());
   request.set_source_node_id(source.Binary());
   request.set_size(static_cast<int64_t>(size));
   request.set_worker_id(self_.Binary());
+  if (!owner.IsNil()) request.set_owner_worker_id(owner.Binary());
   CallOptions call;
   call.timeout = std::chrono::minutes(10);  // large objects over slow links
   auto reply = raylet_->CallSync<rpc::PullObjectReply>(ORB_RPC(PullObject), request, call);
@@ -114,9 +117,10 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Pull(const O
   return View(id, static_cast<uint64_t>(reply->location().offset()), static_cast<uint64_t>(reply->location().size()));
 }
 
-void StoreClient::Delete(const ObjectID& id) {
+void StoreClient::Delete(const ObjectID& id, const NodeID& primary) {
   rpc::DeleteObjectsRequest request;
   request.add_object_ids(id.Binary());
+  request.add_primary_node_ids(primary.IsNil() ? std::string() : primary.Binary());
   raylet_->Call<rpc::DeleteObjectsReply>(
       ORB_RPC(DeleteObjects), request, [](const absl::Status&, rpc::DeleteObjectsReply&&) {}, CallOptions::Retried());
 }

@@ -27,7 +27,8 @@ class StoreClient {
   ~StoreClient();
 
   // Copies `bytes` into a new sealed object owned by `owner`. ResourceExhausted when the
-  // store cannot hold it (ObjectStoreFull).
+  // store cannot hold it (ObjectStoreFull); FailedPrecondition when it would have to
+  // spill to a full disk (OutOfDisk).
   absl::Status Put(const ObjectID& id, const std::string& bytes, const rpc::Address& owner);
   // Creates a `size`-byte object, lets `write` fill it in place, and seals it.
   absl::Status PutWith(const ObjectID& id, size_t size, const rpc::Address& owner,
@@ -38,9 +39,12 @@ class StoreClient {
   // Has this node's raylet copy an object from `source` (another node) into the local
   // store, then returns a zero-copy view of the copy. ObjectLost / ResourceExhausted
   // carry the raylet's reason.
-  absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Pull(const ObjectID& id, const NodeID& source, uint64_t size);
-  // Asks the raylet to free objects this process owned (fire and forget).
-  void Delete(const ObjectID& id);
+  // `owner`: the object's owner when known (nil otherwise): the copy goes if it dies.
+  absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Pull(const ObjectID& id, const NodeID& source, uint64_t size,
+                                                              const WorkerID& owner);
+  // Asks the raylet to free an object this process owned, whose primary copy is at
+  // `primary` (nil: this node), and every copy of it (fire and forget).
+  void Delete(const ObjectID& id, const NodeID& primary = NodeID());
 
  private:
   // A view of [offset, offset+size) of the arena that releases its pin when dropped.

@@ -235,6 +235,13 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
   } catch (const internal::ArgumentError& e) {
     hooks_.set_current_task("");
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());
+  } catch (const orb::OwnerDiedError& e) {
+    hooks_.set_current_task("");
+    return fail(rpc::OWNER_DIED, spec.function_name() + ": " + e.what());
+  } catch (const orb::ObjectLostError& e) {
+    // An argument (or an object the task read) is gone for good: the caller sees the loss.
+    hooks_.set_current_task("");
+    return fail(rpc::OBJECT_LOST, spec.function_name() + ": " + e.what());
   } catch (const orb::Error& e) {
     // An orb failure inside the task (a Get of a failed object...): its own message.
     hooks_.set_current_task("");
@@ -250,6 +257,8 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
   std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
   try {
     *result.mutable_value() = hooks_.store_result(spec, std::move(output), returned_refs);
+  } catch (const orb::OutOfDiskError& e) {
+    return fail(rpc::OUT_OF_DISK, spec.function_name() + ": cannot store the result: " + e.what());
   } catch (const std::exception& e) {
     return fail(rpc::OBJECT_STORE_FULL, spec.function_name() + ": cannot store the result: " + e.what());
   }

@@ -11,7 +11,7 @@ constexpr std::chrono::milliseconds kRetryDelay{1000};     // after a failed pol
 }  // namespace
 
 JobWatcher::JobWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop,
-                       std::function<void(const JobID&)> on_job_finished)
+                       std::function<void(const rpc::JobInfo&)> on_job_finished)
     : gcs_(gcs), loop_(loop), on_job_finished_(std::move(on_job_finished)) {}
 
 void JobWatcher::Start() {
@@ -48,7 +48,7 @@ void JobWatcher::OnPoll(const absl::Status& status, const rpc::PollReply& reply)
     CatchUp();
   }
   for (const auto& message : reply.messages()) {
-    if (message.has_job() && message.job().is_dead()) on_job_finished_(JobID::FromBinary(message.job().job_id()));
+    if (message.has_job() && message.job().is_dead()) on_job_finished_(message.job());
     after_sequence_ = std::max(after_sequence_, message.sequence());
   }
   after_sequence_ = std::max(after_sequence_, reply.last_sequence());
@@ -62,7 +62,7 @@ void JobWatcher::CatchUp() {
                                      loop_->Post([this, reply = std::move(reply)] {
                                        if (stopped_) return;
                                        for (const auto& job : reply.jobs()) {
-                                         if (job.is_dead()) on_job_finished_(JobID::FromBinary(job.job_id()));
+                                         if (job.is_dead()) on_job_finished_(job);
                                        }
                                      });
                                    });

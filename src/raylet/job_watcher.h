@@ -20,7 +20,7 @@ namespace orb {
 
 class JobWatcher {
  public:
-  JobWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop, std::function<void(const JobID&)> on_job_finished);
+  JobWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop, std::function<void(const rpc::JobInfo&)> on_job_finished);
   void Start();
   void Stop() { stopped_ = true; }
 
@@ -32,7 +32,7 @@ class JobWatcher {
 
   RpcClient<rpc::GcsService>* gcs_;
   EventLoop* loop_;
-  std::function<void(const JobID&)> on_job_finished_;
+  std::function<void(const rpc::JobInfo&)> on_job_finished_;
   int64_t after_sequence_ = 0;  // loop thread only
   std::atomic<bool> stopped_{false};
 };

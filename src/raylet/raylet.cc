@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <iostream>
 #include <thread>
@@ -33,6 +34,8 @@ class RayletGrpcService : public RpcService {
   ORB_SERVICE_METHOD(GetObjects)
   ORB_SERVICE_METHOD(ReleaseObjects)
   ORB_SERVICE_METHOD(DeleteObjects)
+  ORB_SERVICE_METHOD(RegisterObjectCopies)
+  ORB_SERVICE_METHOD(ListStoreObjects)
   ORB_SERVICE_METHOD(GetNodeStats)
   ORB_SERVICE_METHOD(DrainNode)
   ORB_SERVICE_METHOD(PullObject)
@@ -52,6 +55,18 @@ std::vector<ObjectID> ToObjectIds(const google::protobuf::RepeatedPtrField<std::
   ids.reserve(binaries.size());
   for (const auto& b : binaries) ids.push_back(ObjectID::FromBinary(b));
   return ids;
+}
+
+SpillOptions SpillOptionsFor(const RayletOptions& options, ShmArena* arena, EventLoop* loop) {
+  SpillOptions spill;
+  std::string dir = options.spill_dir;
+  if (dir.empty()) {
+    dir = options.session_dir.empty() ? (std::filesystem::temp_directory_path() / "orb-spill").string()
+                                      : options.session_dir + "/spill";
+  }
+  spill.spiller = std::make_unique<ObjectSpiller>(dir, reinterpret_cast<char*>(arena->data()), loop);
+  spill.threshold = options.spill_threshold;
+  return spill;
 }
 
 }  // namespace
@@ -75,8 +90,14 @@ Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
           options_.object_store_bytes, &loop_, [this](uint64_t end) { return arena_->Reserve(end); },
           [this](uint64_t to, uint64_t from, uint64_t size) {
             std::memmove(arena_->data() + to, arena_->data() + from, size);
-          }) {
+          },
+          SpillOptionsFor(options_, arena_.get(), &loop_)) {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
+  raylet_clients_ = std::make_unique<ClientPool<rpc::RayletService>>(options_.token);
+  // A freed primary's copies on other nodes go with it.
+  object_store_.OnCopiesOrphaned([this](const ObjectID& id, const std::vector<NodeID>& nodes) {
+    for (const auto& node : nodes) DeleteAt(node, {id});
+  });
 }
 
 Raylet::~Raylet() { Stop(); }
@@ -153,8 +174,12 @@ absl::Status Raylet::Start() {
   if (!cluster_id.ok()) return cluster_id.status();
   cluster_id_ = *cluster_id;
   StartGossip(*cluster_id);
-  job_watcher_ = std::make_unique<JobWatcher>(gcs_.get(), &loop_,
-                                              [this](const JobID& job) { lease_granter_->OnJobFinished(job); });
+  job_watcher_ = std::make_unique<JobWatcher>(gcs_.get(), &loop_, [this](const rpc::JobInfo& job) {
+    lease_granter_->OnJobFinished(JobID::FromBinary(job.job_id()));
+    // What its driver owned here (results of its tasks, copies) goes with it.
+    WorkerID driver = WorkerID::FromBinary(job.driver_worker_id());
+    if (!driver.IsNil()) object_store_.ForgetWorker(driver);
+  });
   job_watcher_->Start();
   loop_.RunEvery(std::chrono::milliseconds(50), [this] {
     worker_pool_->ReapDead();
@@ -471,15 +496,20 @@ void Raylet::HandleCreateObject(const rpc::CreateObjectRequest& req, rpc::Create
   ObjectID id = ObjectID::FromBinary(req.object_id());
   if (id.IsNil()) return send(Invalid("object_id must be 20 bytes"));
   if (req.size() < 0) return send(Invalid("object size must not be negative"));
-  auto created = object_store_.Create(id, static_cast<uint64_t>(req.size()), WorkerID::FromBinary(req.owner().worker_id()));
-  if (!created.ok()) {
-    reply->mutable_error()->set_type(rpc::OBJECT_STORE_FULL);
-    reply->mutable_error()->set_message(std::string(created.status().message()));
-  } else {
-    reply->set_offset(static_cast<int64_t>(created->offset));
-    reply->set_already_exists(created->already_exists);
-  }
-  send(grpc::Status::OK);
+  object_store_.CreateOrSpill(
+      id, static_cast<uint64_t>(req.size()), WorkerID::FromBinary(req.owner().worker_id()), /*primary=*/true,
+      WorkerID::FromBinary(req.writer_worker_id()),
+      [reply, send](absl::StatusOr<LocalObjectStore::Created> created) {
+        if (!created.ok()) {
+          bool out_of_disk = created.status().code() == absl::StatusCode::kFailedPrecondition;
+          reply->mutable_error()->set_type(out_of_disk ? rpc::OUT_OF_DISK : rpc::OBJECT_STORE_FULL);
+          reply->mutable_error()->set_message(std::string(created.status().message()));
+        } else {
+          reply->set_offset(static_cast<int64_t>(created->offset));
+          reply->set_already_exists(created->already_exists);
+        }
+        send(grpc::Status::OK);
+      });
 }
 
 void Raylet::HandleSealObject(const rpc::SealObjectRequest& req, rpc::SealObjectReply*, SendReply send) {
@@ -506,7 +536,78 @@ void Raylet::HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::Re
 }
 
 void Raylet::HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply*, SendReply send) {
-  object_store_.Delete(ToObjectIds(req.object_ids()));
+  std::vector<ObjectID> here;
+  std::map<NodeID, std::vector<ObjectID>> elsewhere;  // primaries on other nodes
+  for (int i = 0; i < req.object_ids_size(); ++i) {
+    ObjectID id = ObjectID::FromBinary(req.object_ids(i));
+    NodeID primary = i < req.primary_node_ids_size() ? NodeID::FromBinary(req.primary_node_ids(i)) : NodeID();
+    // This node's copy (a primary, or one pulled here) goes either way.
+    here.push_back(id);
+    if (!primary.IsNil() && primary != node_id_) elsewhere[primary].push_back(id);
+  }
+  object_store_.Delete(here);
+  for (const auto& [node, ids] : elsewhere) DeleteAt(node, ids);
+  send(grpc::Status::OK);
+}
+
+void Raylet::DeleteAt(const NodeID& node, const std::vector<ObjectID>& ids) {
+  const NodeView* view = lease_granter_->FindNode(node);
+  if (!view || !view->alive || view->address.empty()) return;  // gone, and its store with it
+  rpc::DeleteObjectsRequest request;
+  for (const auto& id : ids) request.add_object_ids(id.Binary());
+  raylet_clients_->Get(view->address)
+      ->Call<rpc::DeleteObjectsReply>(
+          ORB_RPC(DeleteObjects), request, [](const absl::Status&, rpc::DeleteObjectsReply&&) {},
+          CallOptions::Retried());
+}
+
+void Raylet::RegisterCopy(const ObjectID& id, const NodeID& source, const std::string& source_address) {
+  rpc::RegisterObjectCopiesRequest request;
+  request.add_object_ids(id.Binary());
+  request.set_node_id(node_id_.Binary());
+  raylet_clients_->Get(source_address)
+      ->Call<rpc::RegisterObjectCopiesReply>(
+          ORB_RPC(RegisterObjectCopies), request,
+          [this](const absl::Status& status, rpc::RegisterObjectCopiesReply&& reply) {
+            if (!status.ok() || reply.unknown_object_ids_size() == 0) return;
+            // The primary went while the copy was made: nobody would free the copy.
+            std::vector<ObjectID> gone = ToObjectIds(reply.unknown_object_ids());
+            loop_.Post([this, gone] { object_store_.Delete(gone); });
+          },
+          CallOptions::Retried());
+}
+
+void Raylet::HandleRegisterObjectCopies(const rpc::RegisterObjectCopiesRequest& req,
+                                        rpc::RegisterObjectCopiesReply* reply, SendReply send) {
+  NodeID node = NodeID::FromBinary(req.node_id());
+  if (node.IsNil()) return send(Invalid("RegisterObjectCopies needs the copier's 16-byte node_id"));
+  for (const auto& id : object_store_.AddCopies(ToObjectIds(req.object_ids()), node)) {
+    reply->add_unknown_object_ids(id.Binary());
+  }
+  send(grpc::Status::OK);
+}
+
+void Raylet::HandleListStoreObjects(const rpc::ListStoreObjectsRequest&, rpc::ListStoreObjectsReply* reply,
+                                    SendReply send) {
+  reply->set_node_id(node_id_.Binary());
+  for (const auto& o : object_store_.List()) {
+    auto* out = reply->add_objects();
+    out->set_object_id(o.id.Binary());
+    out->set_size(static_cast<int64_t>(o.size));
+    if (!o.owner.IsNil()) out->set_owner_worker_id(o.owner.Binary());
+    out->set_primary(o.primary);
+    out->set_sealed(o.sealed);
+    out->set_pins(o.pins);
+    out->set_spilled(o.spilled);
+    out->set_in_memory(o.in_memory);
+  }
+  for (const auto& w : worker_pool_->Registered()) {
+    auto* address = reply->add_workers();
+    address->set_ip(options_.node_ip);
+    address->set_port(w.port);
+    address->set_worker_id(w.id.Binary());
+    address->set_node_id(node_id_.Binary());
+  }
   send(grpc::Status::OK);
 }
 
@@ -527,12 +628,16 @@ void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObject
                                         ", which has not said where it serves objects");
     return send(grpc::Status::OK);
   }
+  NodeID source_id = source->id;
+  std::string source_address = source->address;
   object_puller_->Pull(id, static_cast<uint64_t>(req.size()), source->object_manager_address,
-                       WorkerID::FromBinary(req.worker_id()),
-                       [reply, send](const ObjectLocationInArena& loc, const rpc::ErrorInfo& error) {
+                       WorkerID::FromBinary(req.worker_id()), WorkerID::FromBinary(req.owner_worker_id()),
+                       [this, id, source_id, source_address, reply, send](const ObjectLocationInArena& loc,
+                                                                          const rpc::ErrorInfo& error) {
                          if (error.type() != rpc::ERROR_NONE) {
                            *reply->mutable_error() = error;
                          } else {
+                           if (source_id != node_id_) RegisterCopy(id, source_id, source_address);
                            reply->mutable_location()->set_found(loc.found);
                            reply->mutable_location()->set_offset(static_cast<int64_t>(loc.offset));
                            reply->mutable_location()->set_size(static_cast<int64_t>(loc.size));
@@ -560,6 +665,16 @@ void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeSta
   reply->set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
   reply->set_num_objects(static_cast<int64_t>(object_store_.num_objects()));
   for (const auto& [name, value] : CounterSnapshot()) (*reply->mutable_metrics())[name] = value;
+  SpillStats spill = object_store_.spill_stats();
+  auto& metrics = *reply->mutable_metrics();
+  metrics["object_spilled_bytes_total"] = static_cast<int64_t>(spill.spilled_bytes_total);
+  metrics["object_spilled_objects_total"] = static_cast<int64_t>(spill.spilled_objects_total);
+  metrics["object_restored_bytes_total"] = static_cast<int64_t>(spill.restored_bytes_total);
+  metrics["object_restored_objects_total"] = static_cast<int64_t>(spill.restored_objects_total);
+  metrics["object_spill_failures_total"] = static_cast<int64_t>(spill.spill_failures_total);
+  metrics["object_spilled_bytes_on_disk"] = static_cast<int64_t>(spill.bytes_on_disk);
+  metrics["object_spilled_objects_on_disk"] = static_cast<int64_t>(spill.objects_on_disk);
+  metrics["object_spill_files"] = static_cast<int64_t>(spill.files);
   for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
   send(grpc::Status::OK);
 }

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "common/client_pool.h"
 #include "common/id.h"
 #include "common/resources.h"
 #include "common/node_flags.h"
@@ -32,7 +33,7 @@
 #include "raylet/object_store/local_object_store.h"
 #include "common/shm_arena.h"
 #include "raylet/worker_pool.h"
-#include "raylet_service.pb.h"
+#include "raylet_service.grpc.pb.h"
 
 namespace orb {
 
@@ -45,6 +46,11 @@ struct RayletOptions {
   ResourceSet resources;  // CPU, GPU, memory and custom amounts
   std::map<std::string, std::string> labels;
   uint64_t object_store_bytes = 256ull << 20;
+  // Where primary copies are spilled when the store is under pressure; empty:
+  // <session_dir>/spill (or the temp directory without a session). Spilling starts
+  // once more than `spill_threshold` of the store is in use, or a create needs room.
+  std::string spill_dir;
+  double spill_threshold = 0.8;
   std::string session_dir;
   std::string token;
   std::string default_worker_path;
@@ -91,6 +97,10 @@ class Raylet {
   void HandleGetObjects(const rpc::GetObjectsRequest& req, rpc::GetObjectsReply* reply, SendReply send);
   void HandleReleaseObjects(const rpc::ReleaseObjectsRequest& req, rpc::ReleaseObjectsReply* reply, SendReply send);
   void HandleDeleteObjects(const rpc::DeleteObjectsRequest& req, rpc::DeleteObjectsReply* reply, SendReply send);
+  void HandleRegisterObjectCopies(const rpc::RegisterObjectCopiesRequest& req, rpc::RegisterObjectCopiesReply* reply,
+                                  SendReply send);
+  void HandleListStoreObjects(const rpc::ListStoreObjectsRequest& req, rpc::ListStoreObjectsReply* reply,
+                              SendReply send);
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
   void HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send);
   void HandleCheckWorkers(const rpc::CheckWorkersRequest& req, rpc::CheckWorkersReply* reply, SendReply send);
@@ -114,6 +124,10 @@ class Raylet {
   // Registers again after the GCS rejected our gossip as another cluster's.
   void Rejoin();
   void OnWorkerDeath(const WorkerProcess& worker);
+  // Asks `node`'s raylet to free its copies of `ids` (nothing when it is gone).
+  void DeleteAt(const NodeID& node, const std::vector<ObjectID>& ids);
+  // Tells the node holding the primary of `id` that this node has a copy.
+  void RegisterCopy(const ObjectID& id, const NodeID& source, const std::string& source_address);
 
   RayletOptions options_;
   NodeID node_id_;
@@ -128,6 +142,7 @@ class Raylet {
   int object_manager_port_ = 0;  // the object stream's, kept: the stream is gone once stopping
   std::unique_ptr<BundleManager> bundles_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
+  std::unique_ptr<ClientPool<rpc::RayletService>> raylet_clients_;  // other nodes' raylets
   gossip::NodeDirectory directory_;
   std::unique_ptr<gossip::GrpcGossipTransport> gossip_transport_;
   std::unique_ptr<gossip::GossipNode> gossip_;

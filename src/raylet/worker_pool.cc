@@ -289,4 +289,12 @@ size_t WorkerPool::num_idle() const {
   return n;
 }
 
+std::vector<WorkerProcess> WorkerPool::Registered() const {
+  std::vector<WorkerProcess> out;
+  for (const auto& [id, w] : workers_) {
+    if (w.port > 0) out.push_back(w);
+  }
+  return out;
+}
+
 }  // namespace orb

@@ -104,6 +104,8 @@ class WorkerPool {
   std::optional<std::string> ExitOf(const WorkerID& id) const;
   size_t num_workers() const;
   size_t num_idle() const;
+  // The drivers and workers that registered (have a port), in no particular order.
+  std::vector<WorkerProcess> Registered() const;
 
  private:
   void HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it);

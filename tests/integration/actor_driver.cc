@@ -9,7 +9,12 @@
 //   actor_driver --orb-address=A hold-far NAME          a task holding {"far": 1} until killed
 //   actor_driver --orb-address=A create-restartable NAME   detached, one restart allowed
 //   actor_driver --orb-address=A pid NAME               the named actor's process ID
-// Prints "value N", "group STATE" or "not found".
+//   actor_driver --orb-address=A lend NAME              puts a 64 MiB object, lends it to a new
+//                                                       detached Keeper NAME, holds a lease,
+//                                                       prints "lent", then waits to be killed
+//   actor_driver --orb-address=A read-kept NAME         what Keeper NAME reads of its object
+// Prints "value N", "group STATE", "pid N", "lent", "sum N", "OwnerDiedError: ..." or
+// "not found".
 #include <orb/api.h>
 #include <unistd.h>
 
@@ -34,6 +39,30 @@ class Counter {
 };
 ORB_REMOTE(Counter::Create, &Counter::Add, &Counter::Pid);
 
+// Keeps refs it borrowed from another job's driver.
+class Keeper {
+ public:
+  static Keeper* Create() { return new Keeper(); }
+  bool Keep(std::vector<orb::ObjectRef<std::vector<uint8_t>>> refs) {
+    refs_ = std::move(refs);
+    return true;
+  }
+  std::string Read() {
+    try {
+      auto v = orb::Get(refs_.at(0), 30000);
+      int64_t sum = 0;
+      for (auto x : *v) sum += x;
+      return "sum " + std::to_string(sum);
+    } catch (const orb::OwnerDiedError& e) {
+      return std::string("OwnerDiedError: ") + e.what();
+    } catch (const orb::Error& e) {
+      return std::string("other error: ") + e.what();
+    }
+  }
+  std::vector<orb::ObjectRef<std::vector<uint8_t>>> refs_;
+};
+ORB_REMOTE(Keeper::Create, &Keeper::Keep, &Keeper::Read);
+
 int main(int argc, char** argv) {
   orb::Init(argc, argv);
   std::string command, name;
@@ -49,6 +78,18 @@ int main(int argc, char** argv) {
     std::ofstream(name) << "holding";
     std::this_thread::sleep_for(std::chrono::seconds(600));
     return 0;
+ } else if (command == "lend") {
+    auto lent = orb::Put(std::vector<uint8_t>(64 << 20, 2));  // in the object store, visible in `orb status`
+    auto held = orb::Task(HoldFor).Remote(600);                // a lease this job holds
+    orb::Wait(std::vector<orb::ObjectRef<int>>{held}, 1, 1000);
+    auto keeper = orb::Actor(Keeper::Create).SetName(name).SetLifetime(orb::ActorLifetime::DETACHED).Remote();
+    keeper.Task(&Keeper::Keep).Remote(std::vector<orb::ObjectRef<std::vector<uint8_t>>>{lent}).Get(30000);
+    std::cout << "lent" << std::endl;
+    std::this_thread::sleep_for(std::chrono::seconds(600));
+    return 0;
+  } else if (command == "read-kept") {
+    auto keeper = orb::GetActor<Keeper>(name);
+    std::cout << (keeper ? *keeper->Task(&Keeper::Read).Remote().Get(60000) : "not found") << std::endl;
   } else if (command == "create-group" || command == "create-detached-group") {
     orb::PlacementGroupCreationOptions options{name, {{{"CPU", 2}}}, orb::PlacementStrategy::PACK};
     if (command == "create-detached-group") options.SetLifetime(orb::ActorLifetime::DETACHED);

@@ -71,6 +71,38 @@ done
 "$orb" status | grep far
 grep -q "0.0/1.0 far" <<<"$("$orb" status)"
 
+echo "--- a driver killed while a detached actor borrows its object: the actor's Get says"
+echo "    OwnerDiedError naming the owner; the driver's objects and leases are reclaimed"
+store_line() { "$orb" status | grep object_store_memory; }
+cpu_line() { "$orb" status | grep ' CPU$'; }
+store_before=$(store_line)
+cpu_before=$(cpu_line)
+workers_before=$(pgrep -c -f -- "$driver --orb-worker-mode" || true)
+"$driver" --orb-address="$address" --orb-namespace=lifetime lend lender >"$ORB_TEMP_DIR/lend.out" 2>&1 &
+lender=$!
+for _ in $(seq 1 150); do grep -q lent "$ORB_TEMP_DIR/lend.out" && break; sleep 0.2; done
+grep -q lent "$ORB_TEMP_DIR/lend.out" || { cat "$ORB_TEMP_DIR/lend.out"; exit 1; }
+[[ $(run read-kept lender) == *"sum 134217728"* ]]
+wait_for_status() {  # wait_for_status <function> <expected line>
+  for _ in $(seq 1 100); do [[ $($1) == "$2" ]] && return 0; sleep 0.2; done
+  echo "expected '$2', got '$($1)'"; return 1
+}
+for _ in $(seq 1 100); do  # its object and its lease show
+  [[ $(store_line) != "$store_before" && $(cpu_line) != "$cpu_before" ]] && break
+  sleep 0.2
+done
+[[ $(store_line) != "$store_before" && $(cpu_line) != "$cpu_before" ]]
+kill -9 "$lender"
+wait "$lender" 2>/dev/null || true
+read_out=$(run read-kept lender)
+echo "$read_out"
+[[ $read_out == *"OwnerDiedError: "*"its owner at "*" died"* ]]
+wait_for_status store_line "$store_before"
+wait_for_status cpu_line "$cpu_before"
+# Of its processes only the detached actor's remains (the leased worker was stopped).
+worker_count() { pgrep -c -f -- "$driver --orb-worker-mode" || true; }
+wait_for_status worker_count $((workers_before + 1))
+
 echo "--- the GCS killed and restarted on its storage keeps the actor table; an actor that"
 echo "    died while it was down is restarted, not left to hang its callers"
 [[ $(run create-restartable phoenix) == *"value 6"* ]]

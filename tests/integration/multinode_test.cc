@@ -11,6 +11,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_cluster.h"
 
 namespace {
@@ -284,4 +286,162 @@ TEST_CASE("a Get pulling from a frozen node fails once the node is declared dead
   // Probe interval + suspicion timeout is about 4 s; the sockets' own timeout is 60 s.
   CHECK(waited < std::chrono::seconds(20));
   CHECK(orb::testing::WaitFor([] { return AliveNodes() == 2; }, std::chrono::seconds(20)));
+}
+
+namespace {
+// 8 MiB blocks: each lives in the object store of the node that made it.
+std::vector<int64_t> Block(int64_t seed) {
+  std::vector<int64_t> v(1 << 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = seed + static_cast<int64_t>(i);
+  return v;
+}
+std::vector<int64_t> AddOne(std::vector<int64_t> v) {
+  for (auto& x : v) ++x;
+  return v;
+}
+class BlockMaker {
+ public:
+  static BlockMaker* Create() { return new BlockMaker(); }
+  std::vector<int64_t> Make(int64_t seed) { return Block(seed); }
+};
+ORB_REMOTE(Block, AddOne, BlockMaker::Create, &BlockMaker::Make);
+}  // namespace
+
+TEST_CASE("results lost with their node are rebuilt from lineage, through a chain of tasks", "[multinode][faults][objects]") {
+  auto& c = Cluster();
+  ExtraNode victim = StartExtraNode(c, "lineage");
+  // Soft affinity, and no CPU asked, so that the victim always has room for them now
+  // and they can run elsewhere once it is gone.
+  auto there = orb::NodeAffinitySchedulingStrategy{victim.id, /*soft=*/true};
+  // Only the last result is kept by the program: the intermediate ones are temporaries,
+  // known to the driver only as the lineage of the last.
+  auto last = orb::Task(AddOne).SetSchedulingStrategy(there).SetResource("CPU", 0).Remote(
+      orb::Task(AddOne).SetSchedulingStrategy(there).SetResource("CPU", 0).Remote(
+          orb::Task(Block).SetSchedulingStrategy(there).SetResource("CPU", 0).Remote(5)));
+  auto fragile = orb::Task(AddOne).SetSchedulingStrategy(there).SetResource("CPU", 0).SetMaxRetries(0).Remote(
+      orb::Task(Block).SetSchedulingStrategy(there).SetResource("CPU", 0).SetMaxRetries(0).Remote(9));
+  auto maker = orb::Actor(BlockMaker::Create).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{victim.id}).Remote();
+  auto made = maker.Task(&BlockMaker::Make).Remote(3);
+  using Refs = std::vector<orb::ObjectRef<std::vector<int64_t>>>;
+  REQUIRE(orb::Wait(Refs{last, fragile, made}, 3, 60000).ready.size() == 3);
+  // Every copy is on the victim, as `orb list objects` says.
+  auto objects = nlohmann::json::parse(Run(c.orb_ + " list objects --format json --address " + c.address_));
+  int on_victim = 0;
+  for (const auto& o : objects) {
+    if (o["object_id"] != last.ID() && o["object_id"] != fragile.ID() && o["object_id"] != made.ID()) continue;
+    REQUIRE(o["copies"].size() == 1);
+    CHECK(o["copies"][0]["node_id"] == victim.id);
+    on_victim++;
+  }
+  REQUIRE(on_victim == 3);
+  REQUIRE(::kill(victim.pid, SIGKILL) == 0);
+
+  // Every copy was on the dead node: the three tasks run again elsewhere.
+  auto value = orb::Get(last, 120000);
+  REQUIRE(value->size() == (1u << 20));
+  CHECK((*value)[0] == 7);
+  CHECK((*value)[(1 << 20) - 1] == 7 + (1 << 20) - 1);
+  // Without retries, or made by an actor call, the loss is final and says why.
+  std::string fragile_error, actor_error;
+  try {
+    orb::Get(fragile, 60000);
+  } catch (const orb::ObjectLostError& e) {
+    fragile_error = e.what();
+  }
+  try {
+    orb::Get(made, 60000);
+  } catch (const orb::ObjectLostError& e) {
+    actor_error = e.what();
+  }
+  INFO(fragile_error);
+  INFO(actor_error);
+  CHECK(fragile_error.find("was lost") != std::string::npos);
+  CHECK(fragile_error.find("max_retries=0") != std::string::npos);
+  CHECK(actor_error.find("actor method 'BlockMaker::Make'") != std::string::npos);
+  CHECK(orb::testing::WaitFor([] { return AliveNodes() == 2; }, std::chrono::seconds(20)));
+}
+
+namespace {
+std::vector<uint8_t> Bytes(int64_t n, int seed) { return std::vector<uint8_t>(n, static_cast<uint8_t>(seed)); }
+// A task's result that holds a ref it was given.
+orb::ObjectRef<std::vector<uint8_t>> FirstOf(std::vector<orb::ObjectRef<std::vector<uint8_t>>> refs) { return refs.at(0); }
+struct Holder {
+  std::string tag;
+  std::vector<orb::ObjectRef<std::vector<uint8_t>>> refs;
+  MSGPACK_DEFINE(tag, refs);
+};
+// Keeps refs in its state, inside a struct.
+class RefKeeper {
+ public:
+  static RefKeeper* Create() { return new RefKeeper(); }
+  bool Keep(Holder h) {
+    held_ = std::move(h);
+    return true;
+  }
+  int64_t Sum() {
+    auto value = orb::Get(held_.refs.at(0), 60000);
+    int64_t s = 0;
+    for (auto b : *value) s += b;
+    return s;
+  }
+  bool Drop() {
+    held_ = Holder();
+    return true;
+  }
+  Holder held_;
+};
+ORB_REMOTE(Bytes, FirstOf, RefKeeper::Create, &RefKeeper::Keep, &RefKeeper::Sum, &RefKeeper::Drop);
+
+// Bytes in use in each node's store, and whether `id` is anywhere, as `orb memory` says.
+std::map<std::string, int64_t> StoreUse(TwoNodeCluster& c) {
+  auto memory = nlohmann::json::parse(Run(c.orb_ + " memory --format json --address " + c.address_));
+  std::map<std::string, int64_t> used;
+  for (const auto& n : memory["nodes"]) used[n["node_id"]] = n["used_bytes"];
+  return used;
+}
+bool Listed(TwoNodeCluster& c, const std::string& id) {
+  return Run(c.orb_ + " list objects --format json --address " + c.address_).find(id) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("refs in a struct, a vector, an actor's state and a task's result keep an object on every node, "
+          "and it is freed everywhere after the last holder lets go",
+          "[multinode][objects][refs]") {
+  auto& c = Cluster();
+  auto before = StoreUse(c);
+  const int64_t n = 32 << 20;
+  auto keeper = orb::Actor(RefKeeper::Create).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote();
+  std::string id;
+  {
+    // Made on the second node (its primary there), read here (a copy on the head).
+    auto made = orb::Task(Bytes).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(n, 3);
+    id = made.ID();
+    REQUIRE(orb::Get(made, 60000)->size() == static_cast<size_t>(n));
+    REQUIRE(*keeper.Task(&RefKeeper::Keep).Remote(Holder{"kept", {made}}).Get(60000));
+    auto echoed = orb::Task(FirstOf).Remote(std::vector<orb::ObjectRef<std::vector<uint8_t>>>{made});
+    auto inner = *orb::Get(echoed, 60000);
+    CHECK(inner.ID() == id);
+    CHECK(Listed(c, id));
+  }
+  // The driver let go of every ref; the actor still holds one: the object lives, and
+  // `orb list objects` says who holds it.
+  auto listed = nlohmann::json::parse(Run(c.orb_ + " list objects --format json --address " + c.address_));
+  bool found = false;
+  for (const auto& o : listed) {
+    if (o["object_id"] != id) continue;
+    found = true;
+    CHECK(o["references"]["borrower"].get<int>() >= 1);
+    CHECK(o["copies"].size() >= 1);
+  }
+  CHECK(found);
+  CHECK(*keeper.Task(&RefKeeper::Sum).Remote().Get(60000) == 3 * n);
+  REQUIRE(*keeper.Task(&RefKeeper::Drop).Remote().Get(60000));
+  // Gone from the owner's table and from both nodes' stores (the primary and the copy).
+  CHECK(orb::testing::WaitFor([&] { return !Listed(c, id); }, std::chrono::seconds(20)));
+  CHECK(orb::testing::WaitFor(
+      [&] {
+        auto now = StoreUse(c);
+        return now[c.head_] <= before[c.head_] && now[c.second_] <= before[c.second_];
+      },
+      std::chrono::seconds(20)));
 }

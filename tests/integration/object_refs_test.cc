@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <numeric>
+#include <thread>
 
 #include "test_cluster.h"
 
@@ -124,4 +125,28 @@ TEST_CASE("an actor keeps a borrowed ref after its owner dropped every other one
   for (int i = 0; i < 5; ++i) orb::Put(std::vector<int64_t>(1 << 17, 9));  // churn the store
   CHECK(*keeper.Task(&Keeper::SumKept).Remote().Get(30000) == int64_t(3) * (1 << 17));
   CHECK(*keeper.Task(&Keeper::Forget).Remote().Get(30000) == 0);
+}
+
+namespace {
+int SlowSeven(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return 7;
+}
+// How many of the borrowed refs Wait finds ready within `timeout_ms`.
+int WaitBorrowed(std::vector<orb::ObjectRef<int>> refs, int timeout_ms) {
+  return static_cast<int>(orb::Wait(refs, static_cast<int>(refs.size()), timeout_ms).ready.size());
+}
+ORB_REMOTE(SlowSeven, WaitBorrowed);
+}  // namespace
+
+TEST_CASE("Wait on borrowed refs waits for their owner's objects, up to its timeout", "[refs]") {
+  orb::testing::EnsureCluster();
+  // The refs travel inside a value: the task borrows them while they are still pending.
+  auto slow = orb::Task(SlowSeven).Remote(700);
+  CHECK(*orb::Task(WaitBorrowed).Remote(std::vector<orb::ObjectRef<int>>{slow}, 30000).Get(60000) == 1);
+  // Its timeout passes first: not ready, and it returned before the object was.
+  auto slower = orb::Task(SlowSeven).Remote(8000);
+  CHECK(*orb::Task(WaitBorrowed).Remote(std::vector<orb::ObjectRef<int>>{slower}, 300).Get(60000) == 0);
+  CHECK(orb::Wait(std::vector<orb::ObjectRef<int>>{slower}, 1, 0).ready.empty());
+  CHECK(*orb::Get(slower, 60000) == 7);
 }

@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
+#include <future>
+#include <thread>
 
 #include "common/event_loop.h"
 #include "common/shm_arena.h"
@@ -52,7 +55,8 @@ TEST_CASE("objects are created, sealed, read while pinned and freed by their own
   CHECK(store.used() == 0);
 }
 
-TEST_CASE("a full store evicts least-recently-used unreferenced objects, then says ObjectStoreFull", "[object_store]") {
+TEST_CASE("a dead owner's objects are freed; a full store evicts pulled copies, then says ObjectStoreFull",
+          "[object_store]") {
   EventLoop loop;
   LocalObjectStore store(4096, &loop);
   WorkerID gone = WorkerID::FromRandom();
@@ -65,9 +69,14 @@ TEST_CASE("a full store evicts least-recently-used unreferenced objects, then sa
   auto full = store.Create(Id(3), 2048, alive);
   CHECK(full.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK_THAT(std::string(full.status().message()), Catch::Contains("object store full"));
-  store.ForgetWorker(gone);  // its object becomes evictable
-  REQUIRE(store.Create(Id(3), 2048, alive).ok());
+  store.ForgetWorker(gone);  // its owner died: nobody can reference it any more
   CHECK_FALSE(store.Contains(Id(1)));
+  CHECK(store.used() == 2048);
+  // A copy pulled from another node is evictable: it goes to make room.
+  REQUIRE(store.Create(Id(5), 2048, WorkerID::Nil(), /*primary=*/false).ok());
+  REQUIRE(store.Seal(Id(5)).ok());
+  REQUIRE(store.Create(Id(3), 2048, alive).ok());
+  CHECK_FALSE(store.Contains(Id(5)));
   CHECK(store.Contains(Id(2)));
   CHECK(store.Create(Id(4), 1 << 20, alive).status().code() == absl::StatusCode::kResourceExhausted);
 }
@@ -156,4 +165,147 @@ TEST_CASE("an arena is sparse until reserved, and reserving past /dev/shm's room
   absl::Status full = (*arena)->Reserve(size_t{1} << 40);
   CHECK(full.code() == absl::StatusCode::kResourceExhausted);
   CHECK_THAT(std::string(full.message()), Catch::Contains("no room"));
+}
+
+TEST_CASE("an object whose writer dies before sealing is aborted, so a retry writes it afresh", "[object_store]") {
+  EventLoop loop;
+  LocalObjectStore store(1 << 20, &loop);
+  WorkerID owner = WorkerID::FromRandom();  // the caller that owns a task's result
+  WorkerID writer = WorkerID::FromRandom();  // the worker running the task
+  WorkerID bystander = WorkerID::FromRandom();
+  REQUIRE(store.Create(Id(1), 4096, owner, /*primary=*/true, writer).ok());
+  uint64_t used = store.used();
+  store.ForgetWorker(bystander);  // another worker's death changes nothing
+  CHECK(store.used() == used);
+  store.ForgetWorker(writer);  // killed between Create and Seal
+  CHECK(store.used() == 0);
+  CHECK(store.num_objects() == 0);
+  // The retry on another worker creates it anew (not "already exists": that would make
+  // its write a no-op and leave the owner waiting), seals it, and it can be read.
+  WorkerID retry = WorkerID::FromRandom();
+  auto again = store.Create(Id(1), 4096, owner, /*primary=*/true, retry);
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->already_exists);
+  REQUIRE(store.Seal(Id(1)).ok());
+  store.ForgetWorker(retry);  // a sealed object outlives its writer: its owner holds it
+  CHECK(store.Contains(Id(1)));
+}
+
+namespace {
+// Runs `fn` on the loop's thread and waits for it.
+template <class F>
+void OnLoop(EventLoop& loop, F fn) {
+  std::promise<void> done;
+  loop.Post([&] {
+    fn();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+size_t FilesIn(const std::string& dir) {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator(); ++it) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a full store spills its oldest objects to disk, restores them on Get, and deletes their files",
+          "[object_store][spill]") {
+  const uint64_t kCapacity = 1 << 20, kObject = 256 << 10;
+  std::vector<char> arena(kCapacity);
+  std::string dir = TempDir("orb-spill-test");
+  EventLoop loop;
+  loop.Start();
+  SpillOptions spill;
+  spill.spiller = std::make_unique<ObjectSpiller>(dir, arena.data(), &loop);
+  spill.threshold = 1.0;
+  spill.min_batch_bytes = 0;
+  auto store = std::make_unique<LocalObjectStore>(kCapacity, &loop, nullptr, nullptr, std::move(spill));
+  WorkerID owner = WorkerID::FromRandom(), reader = WorkerID::FromRandom();
+  auto write = [&](int n) {
+    OnLoop(loop, [&] {
+      auto created = store->Create(Id(n), kObject, owner);
+      REQUIRE(created.ok());
+      std::memset(arena.data() + created->offset, 'a' + n, kObject);
+      REQUIRE(store->Seal(Id(n)).ok());
+    });
+  };
+  for (int n = 1; n <= 4; ++n) write(n);  // the store is full
+  // Without spilling this would be ObjectStoreFull; here the oldest goes to disk.
+  std::promise<absl::StatusOr<LocalObjectStore::Created>> fifth;
+  OnLoop(loop, [&] { store->CreateOrSpill(Id(5), kObject, owner, true, WorkerID(), [&](auto c) { fifth.set_value(c); }); });
+  auto created = fifth.get_future().get();
+  REQUIRE(created.ok());
+  OnLoop(loop, [&] {
+    std::memset(arena.data() + created->offset, 'a' + 5, kObject);
+    REQUIRE(store->Seal(Id(5)).ok());
+    CHECK(store->IsSpilled(Id(1)));
+    CHECK(store->Contains(Id(1)));  // still there, on disk
+    CHECK(store->used() <= kCapacity);
+  });
+  CHECK(FilesIn(dir) == 1);
+
+  // A Get brings it back (spilling another to make room), with its bytes.
+  std::promise<std::vector<ObjectLocationInArena>> got;
+  OnLoop(loop, [&] { store->Get({Id(1)}, reader, std::chrono::milliseconds(0), [&](auto locs) { got.set_value(locs); }); });
+  auto locs = got.get_future().get();
+  REQUIRE(locs[0].found);
+  CHECK(std::string(arena.data() + locs[0].offset, 16) == std::string(16, 'a' + 1));
+  SpillStats stats;
+  OnLoop(loop, [&] {
+    store->Release({Id(1)}, reader);
+    stats = store->spill_stats();
+  });
+  CHECK(stats.restored_objects_total == 1);
+  CHECK(stats.spilled_objects_total >= 2);
+
+  // Freed objects take their spill files with them.
+  OnLoop(loop, [&] { store->Delete({Id(1), Id(2), Id(3), Id(4), Id(5)}); });
+  bool files_gone = false;
+  for (int i = 0; i < 200 && !files_gone; ++i) {
+    files_gone = FilesIn(dir) == 0;
+    if (!files_gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(files_gone);
+  OnLoop(loop, [&] { store.reset(); });
+  loop.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a spill to a disk that cannot take it is OutOfDisk for the create, and nothing is lost",
+          "[object_store][spill]") {
+  const uint64_t kCapacity = 1 << 20, kObject = 512 << 10;
+  std::vector<char> arena(kCapacity);
+  EventLoop loop;
+  loop.Start();
+  SpillOptions spill;
+  spill.spiller = std::make_unique<ObjectSpiller>("/dev/null/spill", arena.data(), &loop);  // never a directory
+  spill.threshold = 1.0;
+  auto store = std::make_unique<LocalObjectStore>(kCapacity, &loop, nullptr, nullptr, std::move(spill));
+  WorkerID owner = WorkerID::FromRandom();
+  OnLoop(loop, [&] {
+    for (int n = 1; n <= 2; ++n) {
+      REQUIRE(store->Create(Id(n), kObject, owner).ok());
+      REQUIRE(store->Seal(Id(n)).ok());
+    }
+  });
+  std::promise<absl::StatusOr<LocalObjectStore::Created>> third;
+  OnLoop(loop, [&] { store->CreateOrSpill(Id(3), kObject, owner, true, WorkerID(), [&](auto c) { third.set_value(c); }); });
+  auto created = third.get_future().get();
+  CHECK(created.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(created.status().message()), Catch::Contains("out of disk") && Catch::Contains("/dev/null/spill"));
+  OnLoop(loop, [&] {
+    CHECK(store->Contains(Id(1)));
+    CHECK(store->Contains(Id(2)));
+    CHECK_FALSE(store->IsSpilled(Id(1)));
+    CHECK(store->spill_stats().spill_failures_total == 1);
+    store.reset();
+  });
+  loop.Stop();
 }

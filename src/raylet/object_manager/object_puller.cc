@@ -18,7 +18,7 @@ ObjectPuller::ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* 
       stream_(options_.token, 2 * options_.chunks_in_flight) {}
 
 void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader,
-                        Done done) {
+                        const WorkerID& owner, Done done) {
   if (store_->Contains(id)) {
     // Already here (an earlier pull, or a copy this node made): pin and answer.
     store_->Get({id}, reader, std::chrono::milliseconds(0),
@@ -30,7 +30,7 @@ void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& so
     existing->second.waiters.push_back({reader, std::move(done)});
     return;
   }
-  auto created = store_->Create(id, size, WorkerID::Nil(), /*primary=*/false);
+  auto created = store_->Create(id, size, owner, /*primary=*/false);
   if (!created.ok()) {
     rpc::ErrorInfo error;
     error.set_type(rpc::OBJECT_STORE_FULL);

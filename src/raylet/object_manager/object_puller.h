@@ -40,7 +40,9 @@ class ObjectPuller {
   // `done(location, error)`: the object is sealed here and pinned for `reader`, or not.
   // `source_stream` is the holder's object stream address ("ip:port").
   using Done = std::function<void(const ObjectLocationInArena&, const rpc::ErrorInfo&)>;
-  void Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader, Done done);
+  // `owner`: the object's owner when known (the copy is freed if it dies), else nil.
+  void Pull(const ObjectID& id, uint64_t size, const std::string& source_stream, const WorkerID& reader,
+            const WorkerID& owner, Done done);
 
   // The node serving objects at `source_stream` was declared dead: its pulls fail now.
   void SourceDead(const std::string& source_stream, const std::string& why);

@@ -6,12 +6,32 @@
 
 namespace orb {
 
-LocalObjectStore::LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve, Mover move)
-    : allocator_(capacity), loop_(loop), reserve_(std::move(reserve)), move_(std::move(move)) {}
+LocalObjectStore::LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve, Mover move, SpillOptions spill)
+    : allocator_(capacity),
+      loop_(loop),
+      reserve_(std::move(reserve)),
+      move_(std::move(move)),
+      spill_(std::move(spill)) {}
 
 bool LocalObjectStore::Contains(const ObjectID& id) const {
   auto it = objects_.find(id);
   return it != objects_.end() && it->second.sealed;
+}
+
+bool LocalObjectStore::IsSpilled(const ObjectID& id) const {
+  auto it = objects_.find(id);
+  return it != objects_.end() && it->second.spilled.has_value();
+}
+
+SpillStats LocalObjectStore::spill_stats() const {
+  SpillStats stats = stats_;
+  for (const auto& [id, e] : objects_) {
+    if (!e.spilled) continue;
+    stats.objects_on_disk++;
+    stats.bytes_on_disk += e.size;
+  }
+  stats.files = spill_.spiller ? spill_.spiller->num_files() : 0;
+  return stats;
 }
 
 int LocalObjectStore::PinCount(const Entry& e) const {
@@ -21,7 +41,8 @@ int LocalObjectStore::PinCount(const Entry& e) const {
 }
 
 void LocalObjectStore::UpdateEvictability(const ObjectID& id, Entry& e) {
-  bool evictable = e.sealed && !e.primary && !e.deleted && PinCount(e) == 0;
+  // A spilled copy in memory can leave it at no cost: its bytes are on disk.
+  bool evictable = e.sealed && e.in_memory && (!e.primary || e.spilled) && !e.deleted && !Busy(e);
   if (evictable && !e.in_lru) {
     e.lru = lru_.insert(lru_.end(), id);
     e.in_lru = true;
@@ -34,9 +55,34 @@ void LocalObjectStore::UpdateEvictability(const ObjectID& id, Entry& e) {
 void LocalObjectStore::Free(const ObjectID& id) {
   auto it = objects_.find(id);
   if (it == objects_.end()) return;
-  if (it->second.in_lru) lru_.erase(it->second.lru);
-  allocator_.Free(it->second.offset, it->second.size);
+  Entry& e = it->second;
+  if (e.in_lru) lru_.erase(e.lru);
+  if (e.in_memory) allocator_.Free(e.offset, e.size);
+  if (e.spilled) spill_.spiller->Release(e.spilled->path);
+  std::vector<NodeID> copies = std::move(e.copies);
   objects_.erase(it);
+  if (!copies.empty() && on_copies_orphaned_) on_copies_orphaned_(id, copies);
+}
+
+void LocalObjectStore::DropMemory(Entry& e) {
+  if (!e.in_memory) return;
+  if (e.in_lru) {
+    lru_.erase(e.lru);
+    e.in_lru = false;
+  }
+  allocator_.Free(e.offset, e.size);
+  e.in_memory = false;
+  e.location.found = false;
+}
+
+void LocalObjectStore::Evict(const ObjectID& id) {
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return;
+  if (it->second.spilled) {
+    DropMemory(it->second);
+  } else {
+    Free(id);
+  }
 }
 
 bool LocalObjectStore::CompactFor(uint64_t size) {
@@ -44,7 +90,7 @@ bool LocalObjectStore::CompactFor(uint64_t size) {
   std::vector<std::pair<uint64_t, ObjectID>> by_offset;
   by_offset.reserve(objects_.size());
   for (const auto& [id, e] : objects_) {
-    if (e.sealed && PinCount(e) == 0) by_offset.emplace_back(e.offset, id);
+    if (e.sealed && e.in_memory && !Busy(e)) by_offset.emplace_back(e.offset, id);
   }
   std::sort(by_offset.begin(), by_offset.end());
   uint64_t moved = 0;
@@ -71,18 +117,11 @@ std::optional<uint64_t> LocalObjectStore::AllocateMakingRoom(uint64_t size) {
     // Room in all but not in one piece: move objects rather than drop copies.
     if (allocator_.capacity() - allocator_.used() >= need && CompactFor(size)) return allocator_.Allocate(size);
     if (lru_.empty()) return std::nullopt;
-    Free(lru_.front());  // the least recently used evictable copy
+    Evict(lru_.front());  // the least recently used evictable copy
   }
 }
 
-absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectID& id, uint64_t size,
-                                                                   const WorkerID& owner, bool primary) {
-  auto existing = objects_.find(id);
-  if (existing != objects_.end()) return Created{existing->second.offset, true};
-  if (ArenaAllocator::Rounded(size) > allocator_.capacity()) {
-    return absl::ResourceExhaustedError("object of " + std::to_string(size) + " bytes is larger than the object store (" +
-                                        std::to_string(allocator_.capacity()) + " bytes)");
-  }
+absl::StatusOr<uint64_t> LocalObjectStore::Place(uint64_t size) {
   auto offset = AllocateMakingRoom(size);
   if (!offset) {
     uint64_t free = allocator_.capacity() - allocator_.used();
@@ -99,13 +138,46 @@ absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectI
       return absl::ResourceExhaustedError("object store full: " + std::string(s.message()));
     }
   }
+  return *offset;
+}
+
+absl::StatusOr<LocalObjectStore::Created> LocalObjectStore::Create(const ObjectID& id, uint64_t size,
+                                                                   const WorkerID& owner, bool primary,
+                                                                   const WorkerID& writer) {
+  auto existing = objects_.find(id);
+  if (existing != objects_.end()) return Created{existing->second.offset, true};
+  if (ArenaAllocator::Rounded(size) > allocator_.capacity()) {
+    return absl::ResourceExhaustedError("object of " + std::to_string(size) + " bytes is larger than the object store (" +
+                                        std::to_string(allocator_.capacity()) + " bytes)");
+  }
+  auto offset = Place(size);
+  if (!offset.ok()) return offset.status();
   Entry& e = objects_[id];
   e.offset = *offset;
   e.size = size;
+  e.seq = next_seq_++;
   e.owner = owner;
+  e.writer = writer;
   e.primary = primary;
   e.location = {true, *offset, size};
   return Created{*offset, false};
+}
+
+void LocalObjectStore::CreateOrSpill(const ObjectID& id, uint64_t size, const WorkerID& owner, bool primary,
+                                     const WorkerID& writer, CreateCallback done) {
+  auto created = Create(id, size, owner, primary, writer);
+  bool could_spill = spill_.spiller && created.status().code() == absl::StatusCode::kResourceExhausted &&
+                     ArenaAllocator::Rounded(size) <= allocator_.capacity();
+  if (created.ok() || !could_spill) return done(std::move(created));
+  bool waiting = AfterSpill(ArenaAllocator::Rounded(size), [this, id, size, owner, primary, writer,
+                                                            done](const absl::Status& spilled) {
+    if (!spilled.ok()) {
+      return done(absl::FailedPreconditionError("out of disk: the object store is full and spilling failed: " +
+                                                std::string(spilled.message())));
+    }
+    CreateOrSpill(id, size, owner, primary, writer, done);
+  });
+  if (!waiting) done(std::move(created));  // nothing can be spilled: every object is in use
 }
 
 void LocalObjectStore::Abort(const ObjectID& id) {
@@ -115,7 +187,7 @@ void LocalObjectStore::Abort(const ObjectID& id) {
 
 const ObjectLocationInArena* LocalObjectStore::Peek(const ObjectID& id) const {
   auto it = objects_.find(id);
-  return it == objects_.end() || !it->second.sealed ? nullptr : &it->second.location;
+  return it == objects_.end() || !Readable(it->second) ? nullptr : &it->second.location;
 }
 
 absl::Status LocalObjectStore::Seal(const ObjectID& id) {
@@ -123,17 +195,28 @@ absl::Status LocalObjectStore::Seal(const ObjectID& id) {
   if (it == objects_.end()) return absl::NotFoundError("seal of unknown object " + id.Hex());
   it->second.sealed = true;
   UpdateEvictability(id, it->second);
+  WakeGets(id, /*force=*/false);
+  MaybeSpillAboveThreshold();
+  return absl::OkStatus();
+}
+
+void LocalObjectStore::WakeGets(const ObjectID& id, bool force) {
   auto waiting = waiting_.find(id);
-  if (waiting == waiting_.end()) return absl::OkStatus();
+  if (waiting == waiting_.end()) return;
   auto gets = std::move(waiting->second);
   waiting_.erase(waiting);
   for (auto& get : gets) {
     if (get->answered) continue;
     bool all = true;
-    for (const auto& other : get->ids) all = all && Contains(other);
-    if (all) Answer(get);
+    for (const auto& other : get->ids) {
+      auto it = objects_.find(other);
+      if (it != objects_.end() && Readable(it->second)) continue;
+      bool restoring = it != objects_.end() && it->second.restoring;
+      if (get->no_wait && !restoring) continue;  // answered as absent
+      all = false;
+    }
+    if (all || force) Answer(get);
   }
-  return absl::OkStatus();
 }
 
 void LocalObjectStore::Answer(const std::shared_ptr<PendingGet>& get) {
@@ -143,7 +226,7 @@ void LocalObjectStore::Answer(const std::shared_ptr<PendingGet>& get) {
   for (const auto& id : get->ids) {
     ObjectLocationInArena loc;
     auto it = objects_.find(id);
-    if (it != objects_.end() && it->second.sealed) {
+    if (it != objects_.end() && Readable(it->second)) {
       loc = {true, it->second.offset, it->second.size};
       it->second.pins[get->reader]++;
       UpdateEvictability(id, it->second);
@@ -156,17 +239,25 @@ void LocalObjectStore::Answer(const std::shared_ptr<PendingGet>& get) {
 void LocalObjectStore::Get(const std::vector<ObjectID>& ids, const WorkerID& reader,
                            std::chrono::milliseconds timeout, GetCallback callback) {
   auto get = std::make_shared<PendingGet>(PendingGet{ids, reader, std::move(callback)});
-  bool missing = false;
+  get->no_wait = timeout.count() <= 0;
+  bool unsealed = false;   // not here yet: waited for up to `timeout`
+  bool restoring = false;  // on disk: waited for, however long the caller said it would wait
   for (const auto& id : ids) {
-    if (!Contains(id)) {
-      missing = true;
-      waiting_[id].push_back(get);
+    auto it = objects_.find(id);
+    if (it != objects_.end() && Readable(it->second)) continue;
+    waiting_[id].push_back(get);
+    if (it != objects_.end() && it->second.sealed) {
+      restoring = true;
+      StartRestore(id);
+    } else {
+      unsealed = true;
     }
   }
-  if (!missing || timeout.count() <= 0) {
+  if ((!unsealed || timeout.count() <= 0) && !restoring) {
     Answer(get);
     return;
   }
+  if (!unsealed || timeout.count() <= 0) return;  // answered when the restores end
   loop_->RunAfter(timeout, [this, get] {
     if (!get->answered) Answer(get);
   });
@@ -179,7 +270,7 @@ void LocalObjectStore::Release(const std::vector<ObjectID>& ids, const WorkerID&
     auto pin = it->second.pins.find(reader);
     if (pin == it->second.pins.end()) continue;
     if (--pin->second == 0) it->second.pins.erase(pin);
-    if (it->second.deleted && PinCount(it->second) == 0) {
+    if (it->second.deleted && !Busy(it->second)) {
       Free(id);  // deleted by its owner while pinned
       continue;
     }
@@ -191,10 +282,10 @@ void LocalObjectStore::Delete(const std::vector<ObjectID>& ids) {
   for (const auto& id : ids) {
     auto it = objects_.find(id);
     if (it == objects_.end()) continue;
-    if (PinCount(it->second) == 0) {
+    if (!Busy(it->second)) {
       Free(id);
     } else {
-      it->second.deleted = true;  // freed by the last Release
+      it->second.deleted = true;  // freed by the last Release (or when its disk I/O ends)
       UpdateEvictability(id, it->second);
     }
   }
@@ -204,14 +295,164 @@ void LocalObjectStore::ForgetWorker(const WorkerID& worker) {
   std::vector<ObjectID> to_free;
   for (auto& [id, e] : objects_) {
     e.pins.erase(worker);
-    if (e.owner == worker) {
-      e.primary = false;
-      if (!e.sealed) to_free.push_back(id);  // never finished: nobody can read it
+    bool owned = !e.owner.IsNil() && e.owner == worker;
+    if (!e.sealed && (owned || (!e.writer.IsNil() && e.writer == worker))) {
+      to_free.push_back(id);  // never finished: nobody can read it, and a retry writes it afresh
+      continue;
     }
-    if (e.deleted && PinCount(e) == 0) to_free.push_back(id);
+    // Its owner is gone, and with it every reference: readers get OwnerDiedError, so
+    // the copy goes as soon as nobody has it pinned.
+    if (owned) e.deleted = true;
+    if (e.deleted && !Busy(e)) to_free.push_back(id);
   }
   for (const auto& id : to_free) Free(id);
   for (auto& [id, e] : objects_) UpdateEvictability(id, e);
+}
+
+std::vector<ObjectID> LocalObjectStore::AddCopies(const std::vector<ObjectID>& ids, const NodeID& node) {
+  std::vector<ObjectID> unknown;
+  for (const auto& id : ids) {
+    auto it = objects_.find(id);
+    if (it == objects_.end() || !it->second.primary || it->second.deleted) {
+      unknown.push_back(id);
+      continue;
+    }
+    auto& copies = it->second.copies;
+    if (std::find(copies.begin(), copies.end(), node) == copies.end()) copies.push_back(node);
+  }
+  return unknown;
+}
+
+std::vector<StoreObjectSummary> LocalObjectStore::List() const {
+  std::vector<StoreObjectSummary> out;
+  out.reserve(objects_.size());
+  for (const auto& [id, e] : objects_) {
+    out.push_back({id, e.size, e.owner, e.primary, e.sealed, PinCount(e), e.spilled.has_value(), e.in_memory});
+  }
+  return out;
+}
+
+// --- Spilling ---
+
+bool LocalObjectStore::AfterSpill(uint64_t bytes, std::function<void(const absl::Status&)> retry) {
+  if (!spill_in_flight_ && !StartSpill(bytes)) return false;
+  after_spill_.push_back(std::move(retry));
+  return true;
+}
+
+bool LocalObjectStore::StartSpill(uint64_t bytes) {
+  if (!spill_.spiller || spill_in_flight_) return false;
+  std::vector<std::pair<uint64_t, ObjectID>> candidates;
+  for (const auto& [id, e] : objects_) {
+    if (e.sealed && e.in_memory && e.primary && !e.spilled && !e.deleted && !Busy(e)) candidates.emplace_back(e.seq, id);
+  }
+  if (candidates.empty()) return false;
+  std::sort(candidates.begin(), candidates.end());
+  uint64_t target = std::max(bytes, spill_.min_batch_bytes);
+  std::vector<ObjectSpiller::Item> items;
+  std::vector<ObjectID> ids;
+  uint64_t total = 0;
+  for (const auto& [seq, id] : candidates) {
+    if (total >= target) break;
+    Entry& e = objects_[id];
+    e.io++;  // stays put, and is not freed, until written
+    UpdateEvictability(id, e);
+    items.push_back({id, e.offset, e.size});
+    ids.push_back(id);
+    total += ArenaAllocator::Rounded(e.size);
+  }
+  spill_in_flight_ = true;
+  spdlog::debug("spilling {} object(s), {} bytes, to {}", ids.size(), total, spill_.spiller->dir());
+  spill_.spiller->Spill(std::move(items), [this, ids](absl::StatusOr<std::vector<ObjectSpiller::Location>> result) {
+    OnSpilled(ids, std::move(result));
+  });
+  return true;
+}
+
+void LocalObjectStore::OnSpilled(std::vector<ObjectID> ids,
+                                 absl::StatusOr<std::vector<ObjectSpiller::Location>> result) {
+  spill_in_flight_ = false;
+  if (!result.ok()) {
+    stats_.spill_failures_total++;
+    last_spill_failure_ = std::chrono::steady_clock::now();
+    spdlog::warn("object spilling failed: {}", std::string(result.status().message()));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = objects_.find(ids[i]);
+    if (it == objects_.end()) continue;
+    Entry& e = it->second;
+    e.io--;
+    if (result.ok()) {
+      e.spilled = (*result)[i];
+      stats_.spilled_bytes_total += e.size;
+      stats_.spilled_objects_total++;
+    }
+    if (e.deleted && !Busy(e)) {
+      Free(ids[i]);
+      continue;
+    }
+    if (e.spilled && !Busy(e)) DropMemory(e);  // what the spill was for; a pinned one leaves later
+    UpdateEvictability(ids[i], e);
+  }
+  auto waiting = std::move(after_spill_);
+  after_spill_.clear();
+  for (auto& retry : waiting) retry(result.status());
+  MaybeSpillAboveThreshold();
+}
+
+void LocalObjectStore::MaybeSpillAboveThreshold() {
+  if (!spill_.spiller || spill_in_flight_) return;
+  // After a failed spill (a full disk) the store does not keep trying on its own for a
+  // while; creates that need room still try, and fail with OutOfDisk.
+  if (last_spill_failure_ && std::chrono::steady_clock::now() - *last_spill_failure_ < kSpillRetryAfterFailure) return;
+  auto limit = static_cast<uint64_t>(spill_.threshold * static_cast<double>(allocator_.capacity()));
+  if (allocator_.used() > limit) StartSpill(allocator_.used() - limit);
+}
+
+void LocalObjectStore::StartRestore(const ObjectID& id) {
+  auto it = objects_.find(id);
+  if (it == objects_.end() || it->second.in_memory || it->second.io > 0) return;  // restoring already
+  Entry& e = it->second;
+  auto offset = Place(e.size);
+  if (!offset.ok()) {
+    // Room first, by spilling others; or, if nothing can go, the gets find it absent.
+    bool waiting = AfterSpill(ArenaAllocator::Rounded(e.size), [this, id](const absl::Status& spilled) {
+      if (spilled.ok()) return StartRestore(id);
+      WakeGets(id, /*force=*/true);
+    });
+    if (!waiting) {
+      spdlog::warn("cannot restore spilled object {}: {}", id.Hex(), std::string(offset.status().message()));
+      loop_->Post([this, id] { WakeGets(id, /*force=*/true); });
+    }
+    return;
+  }
+  e.offset = *offset;
+  e.location = {false, *offset, e.size};
+  e.in_memory = true;  // its range is taken; Readable only once the bytes are back
+  e.restoring = true;
+  e.io++;
+  spill_.spiller->Restore(*e.spilled, *offset, e.size, [this, id](absl::Status status) {
+    auto it = objects_.find(id);
+    if (it == objects_.end()) return;
+    Entry& e = it->second;
+    e.io--;
+    e.restoring = false;
+    if (status.ok()) {
+      e.location.found = true;
+      stats_.restored_bytes_total += e.size;
+      stats_.restored_objects_total++;
+    } else {
+      spdlog::warn("cannot restore spilled object {}: {}", id.Hex(), std::string(status.message()));
+      DropMemory(e);
+    }
+    if (e.deleted && !Busy(e)) {
+      WakeGets(id, /*force=*/true);
+      Free(id);
+      return;
+    }
+    UpdateEvictability(id, e);
+    WakeGets(id, /*force=*/!status.ok());
+  });
 }
 
 }  // namespace orb

@@ -1,20 +1,30 @@
 // The node's table of objects in its shared-memory arena: create, seal, get (pin),
-// release (unpin), delete, and LRU eviction.
+// release (unpin), delete, LRU eviction, and spilling to disk.
 //
 // Life of an object: Create reserves space (the creator then writes the bytes straight
 // into the mapped arena) and Seal makes it immutable and visible to readers. The
 // creating owner's copy is *primary*: never evicted while the owner holds a reference.
-// The owner's Delete frees it once no reader has it pinned. Objects whose owner died
-// are *evictable*: kept while space allows, evicted least-recently-used first when a
-// Create needs room. When there is room in all but not in one piece, sealed objects no
-// reader has pinned are slid toward the arena's start (compaction) before anything is
-// evicted. A Create that cannot fit even then answers ObjectStoreFull, saying whether
-// the store is full or its free space is split up by objects in use; nothing crashes.
+// The owner's Delete frees it once no reader has it pinned, and so does the owner's
+// death. Copies pulled from other nodes are *evictable*: kept while space allows,
+// evicted least-recently-used first when a Create needs room. When there is room in
+// all but not in one piece, sealed objects no reader has pinned are slid toward the
+// arena's start (compaction) before anything is evicted.
+//
+// Spilling (when an ObjectSpiller is given): a Create that cannot fit even then, or a
+// store filled past the spilling threshold, writes unpinned primary copies to disk,
+// oldest first, in batches (ObjectSpiller, on its own thread), and frees their memory
+// once written. A Get of a spilled object restores it first (making room the same
+// way); a restored copy keeps its file, so it can leave memory again without a write.
+// Creates waiting for a spill are answered when it ends: with the space, or — the disk
+// being full — FailedPrecondition ("out of disk"), nothing having been dropped. Without
+// spilling, a Create that cannot fit answers ObjectStoreFull, saying whether the store
+// is full or its free space is split up by objects in use; nothing crashes.
 //
 // Runs on the raylet's event loop; not thread-safe.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
@@ -27,6 +37,7 @@
 #include "common/event_loop.h"
 #include "common/id.h"
 #include "raylet/object_store/arena_allocator.h"
+#include "raylet/object_store/object_spiller.h"
 
 namespace orb {
 
@@ -36,6 +47,39 @@ struct ObjectLocationInArena {
   uint64_t size = 0;
 };
 
+struct SpillOptions {
+  std::unique_ptr<ObjectSpiller> spiller;  // null: never spill
+  // Once more than this fraction of the store is in use, primary copies are spilled
+  // until it is not (Ray's object_spilling_threshold).
+  double threshold = 0.8;
+  // A spill writes at least this much when there is that much to spill: fewer, larger
+  // files (Ray's min_spilling_size).
+  uint64_t min_batch_bytes = 100ull << 20;
+};
+
+// One object as `orb list objects` shows it.
+struct StoreObjectSummary {
+  ObjectID id;
+  uint64_t size = 0;
+  WorkerID owner;  // nil for a copy whose owner is not known here
+  bool primary = false;
+  bool sealed = false;
+  int pins = 0;
+  bool spilled = false;
+  bool in_memory = false;
+};
+
+struct SpillStats {
+  uint64_t spilled_bytes_total = 0;
+  uint64_t spilled_objects_total = 0;
+  uint64_t restored_bytes_total = 0;
+  uint64_t restored_objects_total = 0;
+  uint64_t spill_failures_total = 0;
+  uint64_t bytes_on_disk = 0;    // of live objects
+  uint64_t objects_on_disk = 0;  // live objects with a spill file
+  uint64_t files = 0;
+};
+
 class LocalObjectStore {
  public:
   // Makes the arena's pages below `end` exist (ShmArena::Reserve); null: nothing to do.
@@ -43,7 +87,8 @@ class LocalObjectStore {
   // Copies `size` bytes within the arena from offset `from` to `to` (the ranges may
   // overlap, as memmove); null: objects are never moved.
   using Mover = std::function<void(uint64_t to, uint64_t from, uint64_t size)>;
-  LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve = nullptr, Mover move = nullptr);
+  LocalObjectStore(uint64_t capacity, EventLoop* loop, Reserver reserve = nullptr, Mover move = nullptr,
+                   SpillOptions spill = {});
 
   struct Created {
     uint64_t offset = 0;
@@ -51,41 +96,74 @@ class LocalObjectStore {
   };
   // ResourceExhausted (ObjectStoreFull) when `size` cannot fit even after eviction.
   // `primary`: the owner's copy (kept while referenced); false for a copy pulled from
-  // another node (evictable once unpinned).
-  absl::StatusOr<Created> Create(const ObjectID& id, uint64_t size, const WorkerID& owner, bool primary = true);
+  // another node (evictable once unpinned). `writer`: the process filling it (a worker
+  // writing a task's result for its owner); nil when it is the owner (or the raylet).
+  // An unsealed object whose writer or owner dies is aborted (ForgetWorker), so that a
+  // retry's Create makes it afresh. Never spills.
+  absl::StatusOr<Created> Create(const ObjectID& id, uint64_t size, const WorkerID& owner, bool primary = true,
+                                 const WorkerID& writer = WorkerID());
+  using CreateCallback = std::function<void(absl::StatusOr<Created>)>;
+  // Create, spilling to make room when the store is full (and spilling is on); `done`
+  // may then run later. FailedPrecondition when the spill failed (the disk is full).
+  void CreateOrSpill(const ObjectID& id, uint64_t size, const WorkerID& owner, bool primary, const WorkerID& writer,
+                     CreateCallback done);
   // Frees an object that was created but never sealed (a failed transfer).
   void Abort(const ObjectID& id);
-  // The bytes of a sealed object, for sending to another node; nullptr if absent.
+  // The bytes of a sealed object in memory, for sending to another node; nullptr if absent.
   const ObjectLocationInArena* Peek(const ObjectID& id) const;
   // NotFound when the object was never created.
   absl::Status Seal(const ObjectID& id);
 
   using GetCallback = std::function<void(std::vector<ObjectLocationInArena>)>;
-  // Pins every found object for `reader`. Waits up to `timeout` for objects not yet
-  // sealed here, then answers with found=false for those.
+  // Pins every found object for `reader`, restoring spilled ones first. Waits up to
+  // `timeout` for objects not yet sealed here (always for restores), then answers
+  // with found=false for those.
   void Get(const std::vector<ObjectID>& ids, const WorkerID& reader, std::chrono::milliseconds timeout,
            GetCallback callback);
   void Release(const std::vector<ObjectID>& ids, const WorkerID& reader);
-  // The owner no longer references these objects: free them once unpinned.
+  // The owner no longer references these objects: free them (and their spill files)
+  // once unpinned.
   void Delete(const std::vector<ObjectID>& ids);
-  // `worker` died: drop its pins; the objects it owned become evictable.
+  // `worker` died: drop its pins; free the objects it owned (copies too) once unpinned;
+  // abort the objects it owned or was writing that are not sealed (their space
+  // reclaimed, and a later Create of the same ID starts afresh).
   void ForgetWorker(const WorkerID& worker);
 
+  // --- Copies on other nodes ---
+  // `node` pulled a copy of each primary in `ids`; returns those not held here (gone
+  // already: the copier frees its copies).
+  std::vector<ObjectID> AddCopies(const std::vector<ObjectID>& ids, const NodeID& node);
+  // Called when a primary that other nodes copied is freed, with those nodes.
+  using CopiesOrphaned = std::function<void(const ObjectID& id, const std::vector<NodeID>& nodes)>;
+  void OnCopiesOrphaned(CopiesOrphaned callback) { on_copies_orphaned_ = std::move(callback); }
+
+  std::vector<StoreObjectSummary> List() const;
+
   uint64_t capacity() const { return allocator_.capacity(); }
-  uint64_t used() const { return allocator_.used(); }
+  uint64_t used() const { return allocator_.used(); }  // bytes in memory
   size_t num_objects() const { return objects_.size(); }
+  // Sealed here, in memory or spilled.
   bool Contains(const ObjectID& id) const;
+  bool IsSpilled(const ObjectID& id) const;
+  SpillStats spill_stats() const;
 
  private:
   struct Entry {
-    uint64_t offset = 0;
+    uint64_t offset = 0;  // in the arena, while in_memory
     uint64_t size = 0;
+    uint64_t seq = 0;  // creation order: the oldest are spilled first
     bool sealed = false;
-    bool primary = true;        // the owner still references it
-    bool deleted = false;       // its owner let go while it was pinned: free on last release
+    bool primary = true;    // the owner still references it
+    bool deleted = false;   // its owner let go while it was pinned: free on last release
+    bool in_memory = true;  // false: only its spill file holds it
+    std::optional<ObjectSpiller::Location> spilled;
+    int io = 0;  // a spill or restore in flight: the bytes must stay where they are
+    bool restoring = false;  // its range is taken, its bytes are on their way back
     WorkerID owner;
+    WorkerID writer;  // nil: the owner writes it
     ObjectLocationInArena location;
     std::unordered_map<WorkerID, int> pins;
+    std::vector<NodeID> copies;  // nodes that pulled a copy of this primary
     std::list<ObjectID>::iterator lru;  // valid when evictable
     bool in_lru = false;
   };
@@ -94,21 +172,53 @@ class LocalObjectStore {
     WorkerID reader;
     GetCallback callback;
     bool answered = false;
+    bool no_wait = false;  // waits for restores only, not for objects not sealed yet
   };
 
   int PinCount(const Entry& e) const;
+  // Pinned by a reader, or being written to or read from disk.
+  bool Busy(const Entry& e) const { return e.io > 0 || PinCount(e) > 0; }
+  bool Readable(const Entry& e) const { return e.sealed && e.in_memory && !e.restoring; }
   void UpdateEvictability(const ObjectID& id, Entry& e);
   void Free(const ObjectID& id);
+  // Makes room by dropping a copy: a spilled one leaves memory only, another is freed.
+  void Evict(const ObjectID& id);
+  // Gives the arena range of a spilled object back; the entry stays, on disk.
+  void DropMemory(Entry& e);
   // Slides sealed, unpinned objects toward the arena's start; true when `size` fits then.
   bool CompactFor(uint64_t size);
   // Space for `size` bytes: compacting, then evicting least recently used copies.
   std::optional<uint64_t> AllocateMakingRoom(uint64_t size);
+  // Space for `size` bytes with its pages reserved; ResourceExhausted saying why not.
+  absl::StatusOr<uint64_t> Place(uint64_t size);
   void Answer(const std::shared_ptr<PendingGet>& get);
+  // Answers the gets waiting on `id` that can be answered now; `force`: all of them.
+  void WakeGets(const ObjectID& id, bool force);
+
+  // --- Spilling ---
+  // Starts writing unpinned primary copies (oldest first) of at least `bytes` in all to
+  // disk; false when none can be.
+  bool StartSpill(uint64_t bytes);
+  void OnSpilled(std::vector<ObjectID> ids, absl::StatusOr<std::vector<ObjectSpiller::Location>> result);
+  void MaybeSpillAboveThreshold();
+  // Reads a spilled object back into memory, then answers the gets waiting on it.
+  void StartRestore(const ObjectID& id);
+  // Runs `retry` when the spill in flight ends (with its status), starting one for
+  // `bytes` if none runs; false when no spill can make room.
+  bool AfterSpill(uint64_t bytes, std::function<void(const absl::Status&)> retry);
 
   ArenaAllocator allocator_;
   EventLoop* loop_;
   Reserver reserve_;
   Mover move_;
+  SpillOptions spill_;
+  CopiesOrphaned on_copies_orphaned_;
+  bool spill_in_flight_ = false;
+  static constexpr std::chrono::seconds kSpillRetryAfterFailure{2};
+  std::optional<std::chrono::steady_clock::time_point> last_spill_failure_;
+  std::vector<std::function<void(const absl::Status&)>> after_spill_;  // run when the spill in flight ends
+  SpillStats stats_;
+  uint64_t next_seq_ = 0;
   std::unordered_map<ObjectID, Entry> objects_;
   std::list<ObjectID> lru_;  // evictable objects, least recently used first
   std::unordered_map<ObjectID, std::vector<std::shared_ptr<PendingGet>>> waiting_;
