@@ -1,6 +1,6 @@
 """Data-parallel training of a small torch model (CPU) over trainer actors that sum
 their gradients with orb.collective.allreduce, checkpointing each epoch. With
---kill-at-epoch K a trainer is killed during epoch K: the driver sees the epoch fail,
+--kill-at-epoch K a trainer dies as epoch K starts: the driver sees the epoch fail,
 starts new trainers from the last checkpoint and carries on; the final weights match an
 undisturbed run (the data and the order of every update are the same).
 
@@ -64,6 +64,9 @@ class Trainer:
     def state(self):
         return {k: v.numpy().copy() for k, v in self.model.state_dict().items()}
 
+    def die(self):
+        os._exit(1)  # as a crash would: no clean-up, no reply
+
 
 def start_trainers(world_size, generation, state):
     group = "dp-%d" % generation
@@ -77,10 +80,12 @@ def train(epochs, world_size, kill_at_epoch, checkpoint_path):
     trainers = start_trainers(world_size, generation, state)
     killed = False
     while epoch < epochs:
-        refs = [t.train_epoch.remote() for t in trainers]
         if epoch == kill_at_epoch and not killed:
-            orb.kill(trainers[-1])  # a trainer dies mid-epoch
+            # Queued before the epoch's call, which it never gets to run: the epoch fails
+            # every time, however fast it would have been (as the C++ example does).
+            trainers[-1].die.remote()
             killed = True
+        refs = [t.train_epoch.remote() for t in trainers]
         try:
             losses = orb.get(refs, timeout=300)
         except OrbError as e:

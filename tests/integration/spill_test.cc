@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli_cluster.h"
 
@@ -80,11 +81,28 @@ SpillCluster& Cluster() {
 
 }  // namespace
 
+// Whether `id` is on disk only, on any node, as `orb list objects` says.
+bool OnDiskOnly(orb::testing::CliCluster& c, const std::string& id) {
+  auto objects = nlohmann::json::parse(orb::testing::Run(c.orb_ + " list objects --format json --address " + c.address_));
+  for (const auto& o : objects) {
+    if (o["object_id"] != id) continue;
+    for (const auto& copy : o["copies"]) {
+      if (copy["spilled"] && !copy["in_memory"]) return true;
+    }
+  }
+  return false;
+}
+
 TEST_CASE("a 256 MiB store holds a 1 GiB working set of Puts by spilling; files go with the refs", "[spill]") {
   auto& c = Cluster();
+  // The oldest: spilled first, then read by a task on another node (the transfer
+  // restores it).
+  auto small = orb::Put(Block(16 << 20, 42));
   std::vector<orb::ObjectRef<Block>> refs;
   for (int i = 0; i < 16; ++i) refs.push_back(orb::Put(Block(kBlock, static_cast<uint8_t>(i))));
   CHECK(FilesIn(c.head_spill) > 0);
+  CHECK(OnDiskOnly(c.cluster, small.ID()));
+  if (c.tiny_mounted) CHECK(*orb::Task(Checksum).SetResource("tiny", 1).Remote(small).Get(60000) == 42ll * (16 << 20));
   // Every value reads back right, the oldest from disk; and a task reads one too.
   for (int i = 0; i < 16; ++i) {
     auto v = orb::Get(refs[i], 60000);
@@ -95,6 +113,7 @@ TEST_CASE("a 256 MiB store holds a 1 GiB working set of Puts by spilling; files 
   CHECK(*orb::Task(Checksum).Remote(refs[0]).Get(60000) == 0);
   CHECK(*orb::Task(Checksum).Remote(refs[3]).Get(60000) == 3 * kBlock);
   refs.clear();
+  small = orb::ObjectRef<Block>();
   CHECK(orb::testing::WaitFor([&] { return FilesIn(c.head_spill) == 0; }, std::chrono::seconds(20)));
 }
 
