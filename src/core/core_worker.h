@@ -1,4 +1,6 @@
-// The core worker: the library inside every driver and worker. A thin facade over
+// The core worker: the library inside every driver and worker (object reads and
+// reconstruction in core_worker_objects.cc, actors and placement groups in their own
+// files). A thin facade over
 //   - ObjectTable      (the objects this process owns and their references),
 //   - StoreClient      (the node's shared-memory object store),
 //   - TaskSubmitter    (leases and pushes the tasks this process owns),
