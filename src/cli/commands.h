@@ -1,8 +1,12 @@
 // The CLI's subcommands; each returns the process exit code.
 #pragma once
 
-#include <string>
+#include <nlohmann/json.hpp>
 
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "common/node_flags.h"
 
 namespace orb::cli {
@@ -43,9 +47,23 @@ int Up(const UpOptions& options);
 int Down(const DownOptions& options);
 int Status(const std::string& address);
 int Stop(const StopOptions& options);
-// `orb list <what>`: actors, placement-groups, objects (objects.cc; `format` table or json).
-int List(const std::string& what, const std::string& address, const std::string& format = "table");
-int ListObjects(const std::string& address, const std::string& format);
+struct ListOptions {
+  std::string kind;  // nodes, jobs, actors, tasks, workers, placement-groups, objects
+  std::string address;
+  std::vector<std::string> filters;  // "key=value" / "key!=value"
+  std::string format = "table";      // table, json or yaml
+  int limit = 1000;
+};
+// `orb list <kind>`, `orb summary tasks|actors`, `orb get <kind> ID` (state.cc).
+int List(const ListOptions& options);
+int Summary(const std::string& kind, const std::string& address, const std::string& format);
+int Get(const std::string& kind, const std::string& id, const std::string& address, const std::string& format);
+// `orb timeline`: the tasks the GCS remembers as a Chrome trace (timeline.cc).
+int Timeline(const std::string& address, const std::string& output);
+// `orb metrics targets`: the cluster's /metrics endpoints as Prometheus file_sd JSON.
+int MetricsTargets(const std::string& address, const std::string& output);
+// Every object of the cluster as state rows (objects.cc).
+absl::StatusOr<std::vector<nlohmann::json>> ObjectRows(const std::string& address);
 // `orb memory`: each node's store, then the objects by owner (objects.cc).
 int Memory(const std::string& address, const std::string& format);
 // `given`, or the local cluster's address; empty (after saying so) when there is none.

@@ -1,4 +1,4 @@
-// `orb list objects` and `orb memory`: every object of the cluster, joined from what its
+// The object rows of `orb list objects`, and `orb memory`: every object of the cluster, joined from what its
 // owner says (state, size, references by kind) and what each node's store holds (copies,
 // pins, spill files).
 #include <nlohmann/json.hpp>
@@ -235,17 +235,12 @@ std::optional<Snapshot> CollectFor(const std::string& given_address, const std::
 
 }  // namespace
 
-int ListObjects(const std::string& given_address, const std::string& format) {
-  auto snap = CollectFor(given_address, "list");
-  if (!snap) return 1;
-  if (format == "json") {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : snap->rows) out.push_back(ToJson(r));
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-  PrintTable(snap->rows);
-  return 0;
+absl::StatusOr<std::vector<nlohmann::json>> ObjectRows(const std::string& address) {
+  auto snap = Collect(address);
+  if (!snap.ok()) return snap.status();
+  std::vector<nlohmann::json> rows;
+  for (const auto& r : snap->rows) rows.push_back(ToJson(r));
+  return rows;
 }
 
 int Memory(const std::string& given_address, const std::string& format) {

@@ -1,5 +1,6 @@
 // orb: the command line. `orb start --head`, `orb start --address`, `orb status`,
-// `orb list actors|placement-groups|objects`, `orb memory`, `orb stop`.
+// `orb list <kind>`, `orb summary`, `orb get`, `orb timeline`, `orb metrics targets`,
+// `orb memory`, `orb stop`.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -46,15 +47,47 @@ int main(int argc, char** argv) {
   status_cmd->add_option("--address", status_address, "GCS address (default: the local cluster)");
   status_cmd->callback([&] { std::exit(orb::cli::Status(status_address)); });
 
-  std::string list_what, list_address, list_format = "table";
-  auto* list_cmd = app.add_subcommand("list", "list a cluster table: actors, placement-groups, objects");
-  list_cmd->add_option("what", list_what, "the table: actors, placement-groups or objects")
-      ->required()
-      ->check(CLI::IsMember({"actors", "placement-groups", "objects"}));
-  list_cmd->add_option("--address", list_address, "GCS address (default: the local cluster)");
-  list_cmd->add_option("--format", list_format, "table or json (objects only)")
-      ->check(CLI::IsMember({"table", "json"}));
-  list_cmd->callback([&] { std::exit(orb::cli::List(list_what, list_address, list_format)); });
+  std::vector<std::string> kinds = {"nodes", "jobs", "actors", "tasks", "workers", "placement-groups", "objects"};
+  orb::cli::ListOptions list;
+  auto* list_cmd = app.add_subcommand("list", "list the cluster's nodes, jobs, actors, tasks, workers, "
+                                              "placement-groups or objects");
+  list_cmd->add_option("kind", list.kind, "what to list")->required()->check(CLI::IsMember(kinds));
+  list_cmd->add_option("--filter", list.filters,
+                       "keep rows whose column matches: key=value or key!=value (repeatable; case-insensitive)");
+  list_cmd->add_option("--limit", list.limit, "rows shown at most (default 1000; 0: all)")->check(CLI::NonNegativeNumber);
+  list_cmd->add_option("--format", list.format, "table, json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
+  list_cmd->add_option("--address", list.address, "GCS address (default: the local cluster)");
+  list_cmd->callback([&] { std::exit(orb::cli::List(list)); });
+
+  std::string summary_kind, summary_address, summary_format = "table";
+  auto* summary_cmd = app.add_subcommand("summary", "count tasks by function, or actors by class, in each state");
+  summary_cmd->add_option("kind", summary_kind, "tasks or actors")->required()->check(CLI::IsMember({"tasks", "actors"}));
+  summary_cmd->add_option("--format", summary_format, "table, json or yaml")
+      ->check(CLI::IsMember({"table", "json", "yaml"}));
+  summary_cmd->add_option("--address", summary_address, "GCS address (default: the local cluster)");
+  summary_cmd->callback([&] { std::exit(orb::cli::Summary(summary_kind, summary_address, summary_format)); });
+
+  std::string get_kind, get_id, get_address, get_format = "yaml";
+  auto* get_cmd = app.add_subcommand("get", "show one node, job, actor, task, worker, placement-group or object");
+  get_cmd->add_option("kind", get_kind, "node, job, actor, task, worker, placement-group or object")->required();
+  get_cmd->add_option("id", get_id, "its ID (hex)")->required();
+  get_cmd->add_option("--format", get_format, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
+  get_cmd->add_option("--address", get_address, "GCS address (default: the local cluster)");
+  get_cmd->callback([&] { std::exit(orb::cli::Get(get_kind, get_id, get_address, get_format)); });
+
+  std::string timeline_address, timeline_output;
+  auto* timeline_cmd = app.add_subcommand("timeline", "write the tasks' runs as a Chrome trace (Perfetto, chrome://tracing)");
+  timeline_cmd->add_option("--output", timeline_output, "the trace file (default: stdout)");
+  timeline_cmd->add_option("--address", timeline_address, "GCS address (default: the local cluster)");
+  timeline_cmd->callback([&] { std::exit(orb::cli::Timeline(timeline_address, timeline_output)); });
+
+  std::string targets_address, targets_output;
+  auto* metrics_cmd = app.add_subcommand("metrics", "the cluster's Prometheus endpoints");
+  metrics_cmd->require_subcommand(1);
+  auto* targets_cmd = metrics_cmd->add_subcommand("targets", "print the /metrics endpoints as Prometheus file_sd JSON");
+  targets_cmd->add_option("--output", targets_output, "write here (default: stdout)");
+  targets_cmd->add_option("--address", targets_address, "GCS address (default: the local cluster)");
+  targets_cmd->callback([&] { std::exit(orb::cli::MetricsTargets(targets_address, targets_output)); });
 
   std::string memory_address, memory_format = "table";
   auto* memory_cmd = app.add_subcommand("memory", "show each node's object store and the objects, by owner");

@@ -18,6 +18,7 @@
 
 #include "collective/gloo_group.h"
 #include "common/id.h"
+#include "common/metrics.h"
 #include "core/current_core_worker.h"
 
 namespace orb::collective {
@@ -118,6 +119,27 @@ std::shared_ptr<CollectiveGroup> FindFor(const std::string& group, const Tensor&
   return g;
 }
 
+size_t ElementBytes(DType dtype) {
+  switch (dtype) {
+    case DType::FLOAT64:
+    case DType::INT64: return 8;
+    case DType::FLOAT32:
+    case DType::INT32: return 4;
+    case DType::FLOAT16:
+    case DType::BFLOAT16: return 2;
+    case DType::UINT8: return 1;
+  }
+  return 1;
+}
+
+// orb_collective_calls_total and orb_collective_bytes_total by backend and operation
+// (the bytes of this member's tensor), on the node's /metrics through the raylet.
+void CountCall(const CollectiveGroup& g, const char* op, const Tensor& t) {
+  prom::Labels labels{{"backend", g.backend() == Backend::NCCL ? "nccl" : "gloo"}, {"op", op}};
+  IncrementCounter("collective_calls", labels, 1);
+  IncrementCounter("collective_bytes", labels, static_cast<double>(t.count * ElementBytes(t.dtype)));
+}
+
 void CheckRank(const CollectiveGroup& g, int rank, const std::string& group, const char* what) {
   if (rank < 0 || rank >= g.size()) {
     throw CollectiveError(std::string(what) + " on collective group '" + group + "': rank " + std::to_string(rank) +
@@ -159,7 +181,9 @@ void CreateGroupOfActors(const std::vector<std::string>& actor_ids, const std::s
 
 void AllReduce(Tensor tensor, const std::string& group, ReduceOp op) {
   CheckTensor(tensor, "AllReduce");
-  FindFor(group, tensor, "AllReduce")->AllReduce(tensor, op);
+  auto g = FindFor(group, tensor, "AllReduce");
+  g->AllReduce(tensor, op);
+  CountCall(*g, "allreduce", tensor);
 }
 
 void Broadcast(Tensor tensor, int root, const std::string& group) {
@@ -167,6 +191,7 @@ void Broadcast(Tensor tensor, int root, const std::string& group) {
   auto g = FindFor(group, tensor, "Broadcast");
   CheckRank(*g, root, group, "Broadcast");
   g->Broadcast(tensor, root);
+  CountCall(*g, "broadcast", tensor);
 }
 
 void AllGather(Tensor in, Tensor out, const std::string& group) {
@@ -178,6 +203,7 @@ void AllGather(Tensor in, Tensor out, const std::string& group) {
                           std::to_string(g->size()) + ") times the input, same dtype");
   }
   g->AllGather(in, out);
+  CountCall(*g, "allgather", in);
 }
 
 void ReduceScatter(Tensor in, Tensor out, const std::string& group, ReduceOp op) {
@@ -189,6 +215,7 @@ void ReduceScatter(Tensor in, Tensor out, const std::string& group, ReduceOp op)
                           std::to_string(g->size()) + ") times the output, same dtype");
   }
   g->ReduceScatter(in, out, op);
+  CountCall(*g, "reducescatter", in);
 }
 
 void Reduce(Tensor tensor, int root, const std::string& group, ReduceOp op) {
@@ -196,6 +223,7 @@ void Reduce(Tensor tensor, int root, const std::string& group, ReduceOp op) {
   auto g = FindFor(group, tensor, "Reduce");
   CheckRank(*g, root, group, "Reduce");
   g->Reduce(tensor, root, op);
+  CountCall(*g, "reduce", tensor);
 }
 
 void Send(Tensor tensor, int dst, const std::string& group) {
@@ -204,6 +232,7 @@ void Send(Tensor tensor, int dst, const std::string& group) {
   CheckRank(*g, dst, group, "Send");
   if (dst == g->rank()) throw CollectiveError("Send: a member cannot send to itself");
   g->Send(tensor, dst);
+  CountCall(*g, "send", tensor);
 }
 
 void Recv(Tensor tensor, int src, const std::string& group) {
@@ -212,6 +241,7 @@ void Recv(Tensor tensor, int src, const std::string& group) {
   CheckRank(*g, src, group, "Recv");
   if (src == g->rank()) throw CollectiveError("Recv: a member cannot receive from itself");
   g->Recv(tensor, src);
+  CountCall(*g, "recv", tensor);
 }
 
 void Barrier(const std::string& group) { Find(group)->Barrier(); }

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
+#include <optional>
 
 namespace orb {
 
@@ -42,5 +44,18 @@ class EventLoop {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Runs `fn` on `loop` and waits up to `timeout` for its result (nullopt past it). For
+// threads other than the loop's (an HTTP server's) that read the loop's state.
+template <class Fn>
+auto RunOnLoop(EventLoop* loop, Fn fn, std::chrono::milliseconds timeout) -> std::optional<decltype(fn())> {
+  using Result = decltype(fn());
+  // Shared: after a wait that timed out, the closure may still run.
+  auto promise = std::make_shared<std::promise<Result>>();
+  std::future<Result> result = promise->get_future();
+  loop->Post([promise, fn = std::move(fn)]() mutable { promise->set_value(fn()); });
+  if (result.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
 
 }  // namespace orb

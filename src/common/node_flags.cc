@@ -28,7 +28,13 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--max-message-bytes", flags->max_message_bytes,
                   "largest RPC request the GCS and raylets accept, bytes (default 64 MiB)")
       ->check(CLI::Range(1ll << 20, (1ll << 31) - 1));
+  app->add_option("--metrics-export-port", flags->metrics_export_port,
+                  "the raylet's Prometheus /metrics port (default: a free one, shown by `orb metrics targets`; 0: none)")
+      ->check(CLI::Range(-1, 65535));
   app->add_option("--port", flags->port, "GCS port for a head (0 picks a free one)")->check(CLI::Range(0, 65535));
+  app->add_option("--gcs-metrics-export-port", flags->gcs_metrics_export_port,
+                  "a head's GCS Prometheus /metrics port (default: a free one; 0: none)")
+      ->check(CLI::Range(-1, 65535));
   app->add_option("--storage-dir", flags->storage_dir, "GCS RocksDB directory (default: <session>/storage)");
   app->add_option("--min-free-disk-bytes", flags->min_free_disk_bytes,
                   "the GCS refuses writes (with an error) when its storage disk has less free, bytes (default 64 MiB)")
@@ -53,7 +59,8 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
                                    "--session-dir", where.session_dir, "--token-file", where.token_file,
                                    "--node-ip-address", o.node_ip, "--log-file", log,
                                    "--infeasible-grace-ms", std::to_string(o.infeasible_grace_ms),
-                                   "--max-message-bytes", std::to_string(o.max_message_bytes)};
+                                   "--max-message-bytes", std::to_string(o.max_message_bytes),
+                                   "--metrics-export-port", std::to_string(o.metrics_export_port)};
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
   if (o.num_cpus >= 0) argv.insert(argv.end(), {"--num-cpus", std::to_string(o.num_cpus)});
   if (o.num_gpus >= 0) argv.insert(argv.end(), {"--num-gpus", std::to_string(o.num_gpus)});
@@ -73,7 +80,8 @@ std::vector<std::string> GcsArgs(const NodeFlags& o, const std::string& gcs_bin,
   std::vector<std::string> argv = {gcs_bin, "--port", std::to_string(o.port), "--token-file", token_file,
                                    "--log-file", session_dir + "/logs/gcs_server.log",
                                    "--max-message-bytes", std::to_string(o.max_message_bytes),
-                                   "--min-free-disk-bytes", std::to_string(o.min_free_disk_bytes)};
+                                   "--min-free-disk-bytes", std::to_string(o.min_free_disk_bytes),
+                                   "--metrics-export-port", std::to_string(o.gcs_metrics_export_port)};
   if (!storage_dir.empty()) argv.insert(argv.end(), {"--storage-dir", storage_dir});
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0", "--node-ip-address", o.node_ip});
   return argv;

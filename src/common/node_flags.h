@@ -33,16 +33,18 @@ struct NodeFlags {
   std::string node_ip = "127.0.0.1";
   int infeasible_grace_ms = 3000;  // how long work no node can run waits before INFEASIBLE
   long long max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request daemons accept
+  int metrics_export_port = -1;  // the raylet's Prometheus /metrics: < 0 a free port, 0 none
   // --- the head (GCS) ---
   int port = 6379;          // 0 picks a free one
   std::string storage_dir;  // empty: <session>/storage
   long long min_free_disk_bytes = kDefaultMinFreeDiskBytes;  // the GCS refuses writes below this
+  int gcs_metrics_export_port = -1;  // the GCS's Prometheus /metrics: < 0 a free port, 0 none
 };
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
 // --object-store-memory, --object-spilling-directory, --object-spilling-threshold,
-// --node-ip-address, --infeasible-grace-ms, --port and
-// --storage-dir on `app`.
+// --node-ip-address, --infeasible-grace-ms, --metrics-export-port, --port,
+// --storage-dir and --gcs-metrics-export-port on `app`.
 void AddNodeFlags(CLI::App* app, NodeFlags* flags);
 
 // Applies `args` (e.g. {"--num-cpus", "2", "--resources", "{\"a\": 1}"}) to `flags`.

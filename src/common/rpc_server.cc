@@ -13,6 +13,12 @@ void CountUnauthenticated() { IncrementCounter("rpc_rejected_unauthenticated"); 
 RpcService::RpcService(std::string full_name, ServiceContext context)
     : full_name_(std::move(full_name)), context_(std::move(context)) {}
 
+HistogramSeries* RpcService::LatencyOf(const std::string& method) const {
+  std::string service = full_name_.substr(full_name_.rfind('.') + 1);  // "orb.rpc.GcsService" -> "GcsService"
+  return GetHistogram("rpc_server_latency_seconds", {{"service", service}, {"method", method}},
+                      "time from a request's arrival to its reply, by RPC method (seconds)");
+}
+
 const RpcService::Route* RpcService::Find(const std::string& path) const {
   auto it = routes_.find(path);
   return it == routes_.end() ? nullptr : &it->second;

@@ -15,6 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "common/metrics.h"
 #include "common/rpc.h"
 
 namespace orb {
@@ -56,6 +58,8 @@ class RpcService {
   // Serves `method` with `handler(request, reply, send_reply)` on the service's loop.
   template <class Req, class Reply, class Handler>
   RouteAdded Serve(const char* method, Handler handler);
+  // The latency histogram of `method` (orb_rpc_server_latency_seconds{service,method}).
+  HistogramSeries* LatencyOf(const std::string& method) const;
 
  private:
   std::string full_name_;
@@ -66,15 +70,18 @@ class RpcService {
 template <class Req, class Reply, class Handler>
 RpcService::RouteAdded RpcService::Serve(const char* method, Handler handler) {
   EventLoop* loop = context_.loop;
-  routes_["/" + full_name_ + "/" + method] = [loop, handler](grpc::ByteBuffer* bytes, auto done) {
+  HistogramSeries* latency = LatencyOf(method);
+  routes_["/" + full_name_ + "/" + method] = [loop, handler, latency](grpc::ByteBuffer* bytes, auto done) {
+    auto start = std::chrono::steady_clock::now();
     auto request = std::make_shared<Req>();
     if (!grpc::SerializationTraits<Req>::Deserialize(bytes, request.get()).ok()) {
       return done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed request"), grpc::ByteBuffer());
     }
-    auto run = [request, handler, done = std::move(done)]() mutable {
+    auto run = [request, handler, start, latency, done = std::move(done)]() mutable {
       auto reply = std::make_shared<Reply>();
       // The request lives until the reply is sent: handlers may answer later, from elsewhere.
-      handler(*request, reply.get(), [request, reply, done = std::move(done)](grpc::Status status) {
+      handler(*request, reply.get(), [request, reply, start, latency, done = std::move(done)](grpc::Status status) {
+        latency->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         grpc::ByteBuffer out;
         bool own = false;
         if (status.ok()) status = grpc::SerializationTraits<Reply>::Serialize(*reply, &out, &own);

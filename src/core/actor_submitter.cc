@@ -1,5 +1,7 @@
 #include "core/actor_submitter.h"
 
+#include "core/task_event_buffer.h"
+
 #include <spdlog/spdlog.h>
 
 namespace orb {
@@ -11,8 +13,8 @@ constexpr int kWatchWaitMs = 30000;
 }  // namespace
 
 ActorSubmitter::ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers,
-                               NodeID local_node)
-    : objects_(objects), gcs_(gcs), workers_(workers), local_node_(local_node) {}
+                               NodeID local_node, TaskEventBuffer* events)
+    : objects_(objects), gcs_(gcs), workers_(workers), local_node_(local_node), events_(events) {}
 
 std::string ActorSubmitter::Describe(const rpc::ActorInfo& info) {
   return "actor " + ActorID::FromBinary(info.actor_id()).Hex() + " (" + info.class_name() + ")";
@@ -27,6 +29,7 @@ void ActorSubmitter::Submit(rpc::TaskSpec spec) {
     if (stopped_) return;
     std::string actor_id = spec.actor_id();
     ActorState& actor = actors_[actor_id];
+    if (events_) events_->RecordSpec(spec, rpc::PENDING_NODE_ASSIGNMENT);
     actor.waiting.push_back(Call{std::move(spec), 0});
     Pump(actor_id, actor);
   }
@@ -103,6 +106,7 @@ void ActorSubmitter::SendBatch(const std::string& actor_id, ActorState& actor, s
     // Retries learned after submission (the GCS's first report) apply from now on.
     if (call.retries_left == 0 && call.spec.attempt() == 0) call.retries_left = actor.info.max_task_retries();
     *request.add_tasks() = call.spec;
+    if (events_) events_->RecordSpec(call.spec, rpc::SUBMITTED_TO_WORKER);
   }
   const rpc::Address& a = actor.info.address();
   request.set_intended_worker_id(a.worker_id());
@@ -267,6 +271,9 @@ void ActorSubmitter::FailCall(const Call& call, rpc::ErrorType type, const std::
 }
 
 void ActorSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+  if (events_) {
+    events_->RecordSpec(spec, value.has_error() ? rpc::FAILED : rpc::FINISHED, value.has_error() ? &value.error() : nullptr);
+  }
   for (const auto& arg : spec.args()) {
     if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }

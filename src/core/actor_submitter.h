@@ -37,9 +37,13 @@
 
 namespace orb {
 
+class TaskEventBuffer;
+
 class ActorSubmitter {
  public:
-  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers, NodeID local_node);
+  // `events`: records each call's steps (null: none).
+  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers, NodeID local_node,
+                 TaskEventBuffer* events = nullptr);
 
   // Takes one call (spec.actor_id set). Its return object must already be pending.
   void Submit(rpc::TaskSpec spec);
@@ -88,6 +92,7 @@ class ActorSubmitter {
   RpcClient<rpc::GcsService>* gcs_;
   WorkerClientPool* workers_;
   NodeID local_node_;
+  TaskEventBuffer* events_;
   std::mutex mu_;
   std::unordered_map<std::string, ActorState> actors_;  // guarded by mu_
   // Calls of batches in flight by task ID: (actor ID, batch number). Guarded by mu_.

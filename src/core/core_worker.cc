@@ -9,10 +9,13 @@
 #include <thread>
 
 #include "core/task_options_check.h"
+#include "common/metric_samples.h"
+#include "common/metrics.h"
 #include "common/resources.h"
 #include "common/runtime_env_spec.h"
 #include "common/session.h"
 #include "core/errors_from_proto.h"
+#include "core/user_metrics.h"
 
 namespace orb {
 namespace {
@@ -29,6 +32,7 @@ class CoreWorkerGrpcService : public RpcService {
   ORB_SERVICE_METHOD(ReportTaskResults)
   ORB_SERVICE_METHOD(Exit)
   ORB_SERVICE_METHOD(ListOwnedObjects)
+  ORB_SERVICE_METHOD(GetWorkerMetrics)
 
  private:
   CoreWorker* handler_;
@@ -86,6 +90,7 @@ absl::Status CoreWorker::FindLocalRaylet() {
 
 absl::Status CoreWorker::Start() {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
+  task_events_ = std::make_unique<TaskEventBuffer>(gcs_.get(), &loop_, TaskEventBuffer::OptionsFromEnv());
   CallOptions retrying;
   retrying.max_attempts = 5;
   if (options_.is_driver) {
@@ -145,6 +150,9 @@ absl::Status CoreWorker::Start() {
     return value;
   };
   hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
+  hooks.on_task_ran = [this](const rpc::TaskSpec& spec, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error) {
+    task_events_->RecordRun(spec, start_ns, end_ns, error);
+  };
   hooks.on_actor_created = [this](const std::string& actor_id, bool restarted) {
     std::lock_guard<std::mutex> lock(actor_mu_);
     hosted_actor_id_ = actor_id;
@@ -188,6 +196,7 @@ absl::Status CoreWorker::Start() {
   }
   node_id_ = NodeID::FromBinary(registered->node_id());
   self_address_.set_node_id(node_id_.Binary());
+  task_events_->SetExecutor(node_id_.Binary(), options_.worker_id.Binary(), getpid());
   auto arena = ShmArena::Attach(registered->object_store_path(), static_cast<size_t>(registered->object_store_bytes()),
                                 options_.is_driver ? ShmArena::Mapping::kPopulated : ShmArena::Mapping::kOnDemand);
   if (!arena.ok()) return arena.status();
@@ -197,15 +206,19 @@ absl::Status CoreWorker::Start() {
   submit.job_id = options_.job_id;
   submit.worker_id = options_.worker_id;
   submit.self_address = self_address_;
+  submit.events = task_events_.get();
   submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
                                                worker_clients_.get(), submit);
-  actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), worker_clients_.get(), node_id_);
+  actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), worker_clients_.get(), node_id_,
+                                                      task_events_.get());
   loop_.Start();
   return absl::OkStatus();
 }
 
 void CoreWorker::Disconnect() {
   if (disconnected_.exchange(true)) return;
+  // What ran here reaches the state API even when the process ends right after.
+  if (task_events_) task_events_->Flush(/*wait=*/true);
   if (submitter_) submitter_->Shutdown();
   if (actor_submitter_) actor_submitter_->Shutdown();
   CallOptions quick;
@@ -231,6 +244,15 @@ void CoreWorker::Disconnect() {
   if (gcs_) gcs_->Drain(drain);
   if (server_.server) server_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (!unix_socket_.empty()) ::unlink(unix_socket_.c_str());
+}
+
+void CoreWorker::HandleGetWorkerMetrics(const rpc::GetWorkerMetricsRequest&, rpc::GetWorkerMetricsReply* reply,
+                                        SendReply send) {
+  prom::Exposition families;
+  metrics::AppendUserMetrics(&families);
+  AppendProcessMetrics(&families);
+  ToSamples(families, reply->mutable_samples());
+  send(grpc::Status::OK);
 }
 
 std::string CoreWorker::OwnerString() const {

@@ -28,6 +28,7 @@
 #include "core/object_table.h"
 #include "core/runtime.h"
 #include "core/store_client.h"
+#include "core/task_event_buffer.h"
 #include "core/task_receiver.h"
 #include "core/task_submitter.h"
 #include "core/worker_client_pool.h"
@@ -122,6 +123,7 @@ class CoreWorker : public Runtime {
   std::string JobIdHex() const override { return options_.job_id.Hex(); }
   std::string TaskIdHex() const override;
   std::string GcsAddress() const override { return options_.gcs_address; }
+  const std::string& token() const { return options_.token; }
 
   void HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTasksReply* reply, SendReply send);
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,
@@ -133,6 +135,9 @@ class CoreWorker : public Runtime {
   void HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply, SendReply send);
   // What this process owns and borrows, for `orb list objects`.
   void HandleListOwnedObjects(const rpc::ListOwnedObjectsRequest& req, rpc::ListOwnedObjectsReply* reply,
+                              SendReply send);
+  // This process's user metrics and the runtime's own, for its raylet's /metrics.
+  void HandleGetWorkerMetrics(const rpc::GetWorkerMetricsRequest& req, rpc::GetWorkerMetricsReply* reply,
                               SendReply send);
 
  private:
@@ -215,6 +220,8 @@ class CoreWorker : public Runtime {
   NodeID node_id_;
   rpc::Address self_address_;
   EventLoop loop_;
+  // Before gcs_: its calls' callbacks touch it, and gcs_ drains them as it goes.
+  std::unique_ptr<TaskEventBuffer> task_events_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   std::unique_ptr<RpcClient<rpc::RayletService>> raylet_;
   std::unique_ptr<WorkerClientPool> worker_clients_;

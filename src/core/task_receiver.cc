@@ -169,6 +169,20 @@ std::vector<rpc::TaskResult> TaskReceiver::BatchResults::Copy(int from, int to) 
 }
 
 rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* batch) {
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  int64_t start_ns = now_ns();
+  rpc::TaskResult result = ExecuteOne(spec, batch);
+  if (hooks_.on_task_ran) {
+    const rpc::ObjectValue& value = result.value();
+    hooks_.on_task_ran(spec, start_ns, now_ns(), value.has_error() ? &value.error() : nullptr);
+  }
+  return result;
+}
+
+rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch) {
   rpc::TaskResult result;
   result.set_task_id(spec.task_id());
   result.set_return_id(spec.return_id());

@@ -58,6 +58,8 @@ class TaskReceiver {
         store_result;
     // Marks which task the current thread runs (empty when done).
     std::function<void(const std::string& task_id)> set_current_task;
+    // A task ran here from `start_ns` to `end_ns` (Unix ns); `error`: why it failed, or null.
+    std::function<void(const rpc::TaskSpec&, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error)> on_task_ran;
     // This worker now hosts the actor (binary ID); `restarted`: its constructor ran before.
     std::function<void(const std::string& actor_id, bool restarted)> on_actor_created;
     // A method called orb::ExitActor(); its reply has been sent.
@@ -105,6 +107,7 @@ class TaskReceiver {
     SendReply send;
   };
   rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch);
+  rpc::TaskResult ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch);
   // Runs a batch in order on this thread, reporting results early while it runs long;
   // the slot from which the reply must carry results.
   int RunInOrder(const Batch& batch, BatchResults* results);

@@ -1,5 +1,7 @@
 #include "core/task_submitter.h"
 
+#include "core/task_event_buffer.h"
+
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
@@ -113,6 +115,7 @@ void TaskSubmitter::Enqueue(rpc::TaskSpec spec) {
   queue.scheduling = spec.scheduling();
   queue.runtime_env = spec.runtime_env();
   queue.language = spec.language();
+  if (options_.events) options_.events->RecordSpec(spec, rpc::PENDING_NODE_ASSIGNMENT);
   queue.pending.push_back(std::move(spec));
   Pump(key);
 }
@@ -236,6 +239,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
     if (suspect && !batch.empty()) break;
     batch.push_back(std::move(queue.pending.front()));
     queue.pending.pop_front();
+    if (options_.events) options_.events->RecordSpec(batch.back(), rpc::SUBMITTED_TO_WORKER);
     *request.add_tasks() = batch.back();
     if (suspect) break;
   }
@@ -352,6 +356,12 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
       queue.suspects.insert(spec.task_id());
       queue.pending.push_front(std::move(spec));
     } else if (spec.attempt() < spec.max_retries()) {
+      if (options_.events) {
+        rpc::ErrorInfo error;
+        error.set_type(rpc::WORKER_CRASHED);
+        error.set_message("the worker running it died (" + cause + "); retried");
+        options_.events->RecordSpec(spec, rpc::FAILED, &error);
+      }
       spec.set_attempt(spec.attempt() + 1);
       queue.pending.push_front(std::move(spec));
     } else {
@@ -422,6 +432,10 @@ void TaskSubmitter::Shutdown() {
 }
 
 void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+  if (options_.events) {
+    options_.events->RecordSpec(spec, value.has_error() ? rpc::FAILED : rpc::FINISHED,
+                                value.has_error() ? &value.error() : nullptr);
+  }
   for (const auto& arg : spec.args()) {
     if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }

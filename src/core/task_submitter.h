@@ -35,6 +35,8 @@
 
 namespace orb {
 
+class TaskEventBuffer;
+
 struct TaskSubmitterOptions {
   JobID job_id;
   WorkerID worker_id;
@@ -44,6 +46,7 @@ struct TaskSubmitterOptions {
   int max_batches_in_flight = 1;
   int max_pending_lease_requests = 16;
   size_t max_inline_arg_bytes = 100 * 1024;
+  TaskEventBuffer* events = nullptr;  // records each task's steps; null: none
 };
 
 class TaskSubmitter {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/user_metrics.h"
 #include "orb/errors.h"
 #include "orb/metric.h"
 
@@ -59,35 +60,6 @@ std::string PrometheusName(const std::string& name) {
   std::string out = "orb_" + name;
   std::replace(out.begin(), out.end(), '.', '_');
   return out;
-}
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::string Number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
-}
-
-std::string Labels(const Tags& tags, const std::string& extra = "") {
-  std::map<std::string, std::string> sorted(tags.begin(), tags.end());
-  std::string out;
-  for (const auto& [k, v] : sorted) out += (out.empty() ? "" : ",") + k + "=\"" + Escape(v) + "\"";
-  if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
-  return out.empty() ? "" : "{" + out + "}";
 }
 
 }  // namespace
@@ -191,33 +163,37 @@ std::vector<Sample> Snapshot() {
   return samples;
 }
 
-std::string ExportText() {
-  std::ostringstream out;
-  std::string last;
+void AppendUserMetrics(prom::Exposition* out) {
   for (const Sample& s : Snapshot()) {
     std::string name = PrometheusName(s.name);
-    if (s.kind == Kind::COUNTER) name += "_total";
-    if (s.name != last) {
-      const char* type = s.kind == Kind::GAUGE ? "gauge" : s.kind == Kind::HISTOGRAM ? "histogram" : "counter";
-      if (s.kind == Kind::SUM) type = "gauge";  // a sum may go down
-      out << "# HELP " << name << " " << Escape(s.description) << (s.unit.empty() ? "" : " (" + s.unit + ")") << "\n"
-          << "# TYPE " << name << " " << type << "\n";
-      last = s.name;
+    std::string help = s.description + (s.unit.empty() ? "" : " (" + s.unit + ")");
+    prom::Labels labels(s.tags.begin(), s.tags.end());
+    switch (s.kind) {
+      case Kind::COUNTER:
+        out->Counter(name + "_total", help, s.value, labels);
+        break;
+      case Kind::GAUGE:
+      case Kind::SUM:  // a sum may go down: a gauge to Prometheus
+        out->Gauge(name, help, s.value, labels);
+        break;
+      case Kind::HISTOGRAM: {
+        prom::Series series;
+        series.labels = std::move(labels);
+        series.value = s.value;
+        series.count = s.count;
+        series.bounds = s.boundaries;
+        series.buckets = s.bucket_counts;
+        out->Histogram(name, help, series);
+        break;
+      }
     }
-    if (s.kind != Kind::HISTOGRAM) {
-      out << name << Labels(s.tags) << " " << Number(s.value) << "\n";
-      continue;
-    }
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < s.bucket_counts.size(); ++i) {
-      cumulative += s.bucket_counts[i];
-      std::string le = i < s.boundaries.size() ? Number(s.boundaries[i]) : "+Inf";
-      out << name << "_bucket" << Labels(s.tags, "le=\"" + le + "\"") << " " << cumulative << "\n";
-    }
-    out << name << "_sum" << Labels(s.tags) << " " << Number(s.value) << "\n";
-    out << name << "_count" << Labels(s.tags) << " " << s.count << "\n";
   }
-  return out.str();
+}
+
+std::string ExportText() {
+  prom::Exposition out;
+  AppendUserMetrics(&out);
+  return out.Text();
 }
 
 }  // namespace orb::metrics

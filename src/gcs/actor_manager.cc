@@ -383,6 +383,15 @@ void ActorManager::HandleListActors(const rpc::ListActorsRequest&, rpc::ListActo
   send(grpc::Status::OK);
 }
 
+std::map<std::string, int64_t> ActorManager::CountByState() const {
+  std::map<std::string, int64_t> counts;
+  for (int s = rpc::ActorInfo::State_MIN; s <= rpc::ActorInfo::State_MAX; ++s) {
+    counts[rpc::ActorInfo::State_Name(static_cast<rpc::ActorInfo::State>(s))] = 0;
+  }
+  for (const auto& [id, actor] : actors_) ++counts[rpc::ActorInfo::State_Name(actor.state())];
+  return counts;
+}
+
 void ActorManager::HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req,
                                              rpc::ReportWorkerFailureReply*, SendReply send) {
   auto it = by_worker_.find(req.worker_id());

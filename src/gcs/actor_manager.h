@@ -69,6 +69,9 @@ class ActorManager {
   void HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req, rpc::ReportWorkerFailureReply* reply,
                                  SendReply send);
 
+  // How many actors are in each state (every state named, zero included), for /metrics.
+  std::map<std::string, int64_t> CountByState() const;
+
   void OnNodeDead(const std::string& node_id);
   void OnJobFinished(const std::string& job_id);
   // Answers the GetActorInfo calls parked here (the GCS is stopping).

@@ -36,6 +36,8 @@ class GcsGrpcService : public RpcService {
   ORB_SERVICE_METHOD(KvDelete)
   ORB_SERVICE_METHOD(KvKeys)
   ORB_SERVICE_METHOD(Poll)
+  ORB_SERVICE_METHOD(AddTaskEvents)
+  ORB_SERVICE_METHOD(ListTasks)
 
  private:
   GcsHandler* handler_;

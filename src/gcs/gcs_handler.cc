@@ -264,7 +264,40 @@ void GcsHandler::HandleGetMetrics(const rpc::GetMetricsRequest&, rpc::GetMetrics
   if (gossip_) {
     for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
   }
+  reply->set_metrics_export_port(metrics_export_port_);
   send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleAddTaskEvents(const rpc::AddTaskEventsRequest& req, rpc::AddTaskEventsReply*, SendReply send) {
+  task_events_.Add(req);
+  send(grpc::Status::OK);
+}
+
+void GcsHandler::HandleListTasks(const rpc::ListTasksRequest& req, rpc::ListTasksReply* reply, SendReply send) {
+  auto listed = task_events_.List(req);
+  if (!listed.ok()) return send(ToGrpc(listed.status()));
+  *reply = std::move(*listed);
+  send(grpc::Status::OK);
+}
+
+std::string GcsHandler::MetricsText() const {
+  prom::Exposition out;
+  std::map<std::string, int64_t> nodes{{"ALIVE", 0}, {"DEAD", 0}};
+  for (const auto& [id, node] : nodes_) ++nodes[rpc::NodeInfo::State_Name(node.state())];
+  for (const auto& [state, n] : nodes) out.Gauge("orb_cluster_nodes", "nodes the GCS knows, by state", n, {{"state", state}});
+  std::map<std::string, int64_t> jobs{{"RUNNING", 0}, {"FINISHED", 0}};
+  for (const auto& [id, job] : jobs_) ++jobs[job.is_dead() ? "FINISHED" : "RUNNING"];
+  for (const auto& [state, n] : jobs) out.Gauge("orb_jobs", "jobs the GCS knows, by state", n, {{"state", state}});
+  for (const auto& [state, n] : actors_->CountByState()) {
+    out.Gauge("orb_actors", "actors the GCS knows, by state", n, {{"state", state}});
+  }
+  for (const auto& [state, n] : placement_groups_->CountByState()) {
+    out.Gauge("orb_placement_groups", "placement groups, by state", n, {{"state", state}});
+  }
+  task_events_.AppendMetrics(&out);
+  if (gossip_) gossip::AppendGossipMetrics(*gossip_, &out);
+  AppendProcessMetrics(&out);
+  return out.Text();
 }
 
 void GcsHandler::HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* reply, SendReply send) {

@@ -26,6 +26,7 @@
 #include "gcs/placement_group_manager.h"
 #include "gcs/publisher.h"
 #include "gcs/table_store.h"
+#include "gcs/task_event_store.h"
 #include "gossip/gossip_node.h"
 #include "gcs_service.pb.h"
 
@@ -62,6 +63,16 @@ class GcsHandler {
   void HandleKvDelete(const rpc::KvDeleteRequest& req, rpc::KvDeleteReply* reply, SendReply send);
   void HandleKvKeys(const rpc::KvKeysRequest& req, rpc::KvKeysReply* reply, SendReply send);
   void HandlePoll(const rpc::PollRequest& req, rpc::PollReply* reply, SendReply send);
+  // Task events from owners and executors, transfers from raylets (the state API's tasks).
+  void HandleAddTaskEvents(const rpc::AddTaskEventsRequest& req, rpc::AddTaskEventsReply* reply, SendReply send);
+  void HandleListTasks(const rpc::ListTasksRequest& req, rpc::ListTasksReply* reply, SendReply send);
+
+  // The cluster as the GCS sees it, in Prometheus's text format: nodes, jobs, actors,
+  // placement groups and tasks by state, gossip, and this process's counters and RPC
+  // latencies. On the loop.
+  std::string MetricsText() const;
+  // Where /metrics is served (0: not served), for GetMetrics.
+  void set_metrics_export_port(int port) { metrics_export_port_ = port; }
 
   // Joins the gossip as `self_address` (where members reach this GCS) and starts its
   // timer on the loop. Nodes recorded alive are seeded into the view and probed.
@@ -98,6 +109,8 @@ class GcsHandler {
   std::unique_ptr<gossip::GossipNode> gossip_;
   std::unordered_map<JobID, rpc::JobInfo> jobs_;
   uint32_t next_job_id_ = 1;
+  TaskEventStore task_events_;
+  int metrics_export_port_ = 0;
 };
 
 }  // namespace orb::gcs

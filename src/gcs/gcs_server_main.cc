@@ -6,6 +6,7 @@
 #include <future>
 #include <iostream>
 
+#include "common/http_endpoint.h"
 #include "common/logging.h"
 #include "common/node_flags.h"
 #include "common/process.h"
@@ -36,6 +37,7 @@ int Main(int argc, char** argv) {
   uint64_t min_free_disk = kDefaultMinFreeDiskBytes;
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
   size_t max_dead_actors = 10000;
+  int metrics_export_port = -1;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to bind (default loopback only)");
   app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
@@ -45,6 +47,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1} << 20, (int64_t{1} << 31) - 1));
   app.add_option("--max-dead-actors", max_dead_actors, "dead actors kept for lookups; older ones are forgotten")
       ->check(CLI::PositiveNumber);
+  app.add_option("--metrics-export-port", metrics_export_port,
+                 "Prometheus /metrics port (default -1: a free one, reported by GetMetrics; 0: none)")
+      ->check(CLI::Range(-1, 65535));
   app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
   app.add_option("--log-file", log_file, "log here instead of stderr");
   app.add_option("--node-ip-address", node_ip, "address raylets reach this GCS at (default: --bind)");
@@ -103,10 +108,20 @@ int Main(int argc, char** argv) {
     std::cerr << "gcs_server: " << server.status().message() << "\n";
     return 2;
   }
+  auto metrics = ServeMetrics(bind, metrics_export_port, [&loop, h = handler->get()]() -> absl::StatusOr<std::string> {
+    auto text = RunOnLoop(&loop, [h] { return h->MetricsText(); }, std::chrono::seconds(5));
+    if (!text) return absl::UnavailableError("the GCS did not answer within 5 s");
+    return std::move(*text);
+  });
+  if (!metrics.ok()) {
+    std::cerr << "gcs_server: --metrics-export-port: " << metrics.status().message() << "\n";
+    return 2;
+  }
   gossip::GrpcGossipTransport gossip_transport(token, options.gossip.probe_timeout);
   if (node_ip.empty()) node_ip = bind;
   std::promise<void> joined;
   loop.Post([&] {
+    if (*metrics) (*handler)->set_metrics_export_port((*metrics)->port());
     (*handler)->StartGossip(node_ip + ":" + std::to_string(server->port), &gossip_transport);
     joined.set_value();
   });
@@ -125,6 +140,7 @@ int Main(int argc, char** argv) {
     answered->set_value();
   });
   answered->get_future().wait_for(std::chrono::seconds(1));
+  if (*metrics) (*metrics)->Stop();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   loop.Stop();
   loop.Join();  // before the handler and services it calls into are destroyed

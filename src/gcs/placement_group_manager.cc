@@ -339,6 +339,15 @@ bool PlacementGroupManager::Satisfies(const rpc::PlacementGroupInfo& pg, int64_t
   return pg.version() > after_version;
 }
 
+std::map<std::string, int64_t> PlacementGroupManager::CountByState() const {
+  std::map<std::string, int64_t> counts;
+  for (int s = rpc::PlacementGroupInfo::State_MIN; s <= rpc::PlacementGroupInfo::State_MAX; ++s) {
+    counts[rpc::PlacementGroupInfo::State_Name(static_cast<rpc::PlacementGroupInfo::State>(s))] = 0;
+  }
+  for (const auto& [id, pg] : groups_) ++counts[rpc::PlacementGroupInfo::State_Name(pg.state())];
+  return counts;
+}
+
 void PlacementGroupManager::HandleListPlacementGroups(const rpc::ListPlacementGroupsRequest&,
                                                       rpc::ListPlacementGroupsReply* reply, SendReply send) {
   for (const auto& [id, pg] : groups_) *reply->add_placement_groups() = pg;

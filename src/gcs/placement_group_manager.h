@@ -58,6 +58,8 @@ class PlacementGroupManager {
                                   SendReply send);
   void HandleGetPlacementGroup(const rpc::GetPlacementGroupRequest& req, rpc::GetPlacementGroupReply* reply,
                                SendReply send);
+  // How many groups are in each state (every state named, zero included), for /metrics.
+  std::map<std::string, int64_t> CountByState() const;
   void HandleListPlacementGroups(const rpc::ListPlacementGroupsRequest& req, rpc::ListPlacementGroupsReply* reply,
                                  SendReply send);
   void OnNodeDead(const std::string& node_id);

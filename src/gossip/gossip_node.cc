@@ -1,5 +1,7 @@
 #include "gossip/gossip_node.h"
 
+#include "common/metrics.h"
+
 #include <algorithm>
 #include <functional>
 #include <unordered_set>
@@ -26,7 +28,24 @@ std::map<std::string, int64_t> GossipMetrics(const GossipStats& stats) {
           {"gossip_dropped_malformed", n(stats.dropped_malformed)},
           {"gossip_suspicions", n(stats.suspicions)},
           {"gossip_refutations", n(stats.refutations)},
-          {"gossip_declared_dead", n(stats.declared_dead)}};
+          {"gossip_declared_dead", n(stats.declared_dead)},
+          {"gossip_rounds", n(stats.rounds)},
+          {"gossip_sent", n(stats.sent)},
+          {"gossip_sent_bytes", n(stats.bytes_sent)},
+          {"gossip_received_bytes", n(stats.bytes_received)}};
+}
+
+void AppendGossipMetrics(const GossipNode& node, prom::Exposition* out) {
+  AppendCounters(GossipMetrics(node.stats()), out);
+  std::map<MemberState, int64_t> by_state{{MemberState::kAlive, 0}, {MemberState::kSuspect, 0}, {MemberState::kDead, 0}};
+  const MemberView& view = node.view();
+  for (uint32_t i = 0; i < view.capacity(); ++i) {
+    const MemberSlot* slot = view.Get(i);
+    if (slot && slot->known()) ++by_state[KeyState(slot->key)];
+  }
+  for (const auto& [state, n] : by_state) {
+    out->Gauge("orb_gossip_members", "members in this node's gossip view, by state", n, {{"state", StateName(state)}});
+  }
 }
 
 GossipNode::GossipNode(std::string self_id, std::string self_address, std::string seed_address,
@@ -98,7 +117,10 @@ rpc::GossipMessage GossipNode::NewMessage() const {
 }
 
 void GossipNode::Send(const std::string& address, const rpc::GossipMessage& message) {
-  if (!address.empty() && address != self_address_) transport_->Send(address, message);
+  if (address.empty() || address == self_address_) return;
+  ++stats_.sent;
+  stats_.bytes_sent += message.ByteSizeLong();
+  transport_->Send(address, message);
 }
 
 bool GossipNode::IsLiveMember(uint32_t index) const {
@@ -127,6 +149,7 @@ void GossipNode::Tick() {
   if (self_dead_) return;
   int64_t now = clock_();
   if (now >= next_round_ms_) {
+    ++stats_.rounds;
     StartRound();
     next_round_ms_ = std::max(next_round_ms_ + options_.round_interval.count(), now + 1);
   }
@@ -215,6 +238,7 @@ void GossipNode::CheckSuspicions() {
 
 GossipNode::Received GossipNode::ReceiveBytes(const std::string& bytes) {
   rpc::GossipMessage m;
+  stats_.bytes_received += bytes.size();
   if (!m.ParseFromString(bytes)) {
     ++stats_.dropped_corrupt;
     return Received::kCorrupt;

@@ -36,6 +36,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/prometheus_text.h"
 #include "gossip/member_view.h"
 
 namespace orb::gossip {
@@ -75,10 +76,19 @@ struct GossipStats {
   uint64_t suspicions = 0;             // targets this member marked SUSPECT
   uint64_t refutations = 0;            // times this member raised its incarnation
   uint64_t declared_dead = 0;          // authority only
+  uint64_t rounds = 0;                 // gossip rounds started
+  uint64_t sent = 0;                   // messages sent
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
 };
 
 // The stats as named counters (gossip_received, gossip_dropped_corrupt, ...).
 std::map<std::string, int64_t> GossipMetrics(const GossipStats& stats);
+
+class GossipNode;
+// The stats as counters and the members this node's view holds by state
+// (orb_gossip_members{state}), for /metrics.
+void AppendGossipMetrics(const GossipNode& node, prom::Exposition* out);
 
 class GossipNode {
  public:

@@ -124,7 +124,21 @@ bool LeaseGranter::LocallyFeasible(const SchedulingRequest& request) const {
   return true;
 }
 
+ResourceSet LeaseGranter::ResourcesLeasedTo(const WorkerID& worker) const {
+  auto it = lease_of_worker_.find(worker);
+  if (it == lease_of_worker_.end()) return ResourceSet();
+  auto lease = leases_.find(it->second);
+  return lease == leases_.end() ? ResourceSet() : lease->second.resources;
+}
+
+rpc::RequestWorkerLeaseReply LeaseGranter::Infeasible(const ResourceSet& shape, const std::string& why) {
+  ++stats_.infeasible;
+  ++stats_.infeasible_shapes[shape.ToString()];
+  return Rejection(rpc::INFEASIBLE, why);
+}
+
 rpc::RequestWorkerLeaseReply LeaseGranter::SpillTo(const NodeView& node) {
+  ++stats_.spilled;
   rpc::RequestWorkerLeaseReply reply;
   auto colon = node.address.rfind(':');
   auto* target = reply.mutable_retry_at_raylet();
@@ -135,8 +149,12 @@ rpc::RequestWorkerLeaseReply LeaseGranter::SpillTo(const NodeView& node) {
 }
 
 void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback) {
+  ++stats_.requests;
   auto scheduling = ToSchedulingRequest(request);
-  if (!scheduling.ok()) return callback(Rejection(rpc::INFEASIBLE, std::string(scheduling.status().message())));
+  if (!scheduling.ok()) {
+    ++stats_.infeasible;
+    return callback(Rejection(rpc::INFEASIBLE, std::string(scheduling.status().message())));
+  }
   spdlog::debug("lease request for job {} shape {}", JobID::FromBinary(request.job_id()).Hex(),
                 scheduling->resources.ToString());
   PendingLease pending{next_seq_++, JobID::FromBinary(request.job_id()), scheduling->resources,
@@ -162,7 +180,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
         break;
       case SchedulingDecision::Kind::kInfeasible:
         if (pending.scheduling.strategy == SchedulingStrategy::kNodeAffinity && !pending.scheduling.affinity_soft) {
-          return pending.callback(Rejection(rpc::INFEASIBLE, decision.reason));
+          return pending.callback(Infeasible(pending.resources, decision.reason));
         }
         uint64_t seq = pending.seq;
         loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
@@ -206,7 +224,7 @@ void LeaseGranter::DecideInfeasible(uint64_t seq, const std::vector<NodeType>& t
       }
       std::string why = decision.reason.empty() ? "no node can satisfy " + it->resources.ToString() : decision.reason;
       if (!types.empty()) why += ", and no node type the autoscaler may launch could";
-      reply = Rejection(rpc::INFEASIBLE, why);
+      reply = Infeasible(it->resources, why);
     } else {
       reply = SpillTo(*decision.node);  // a node that fits joined during the grace period
     }
@@ -240,6 +258,7 @@ void LeaseGranter::EnsureJobInfo(const JobID& job) {
 
 void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   LeaseID id = LeaseID::FromRandom();
+  ++stats_.granted;
   available_.Subtract(pending.resources);
   leases_[id] = Lease{worker->id, pending.resources, pending.requester, false,
                       AssignGpus(pending.resources.Get("GPU"))};

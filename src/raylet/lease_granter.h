@@ -41,6 +41,15 @@ struct LeaseGranterOptions {
   HybridPolicyOptions hybrid;
 };
 
+// What the granter did since the raylet started, for /metrics.
+struct LeaseStats {
+  uint64_t requests = 0;    // lease requests received
+  uint64_t granted = 0;     // leases granted here
+  uint64_t spilled = 0;     // requests sent on to another node
+  uint64_t infeasible = 0;  // requests answered INFEASIBLE
+  std::map<std::string, uint64_t> infeasible_shapes;  // by resource shape (ResourceSet::ToString)
+};
+
 class LeaseGranter {
  public:
   using JobFetcher = std::function<void(const JobID&, std::function<void(absl::StatusOr<rpc::JobInfo>)>)>;
@@ -90,6 +99,11 @@ class LeaseGranter {
   bool draining() const { return draining_; }
   // Queued requests grouped by shape, for status and autoscaling.
   std::vector<rpc::ResourceDemand> PendingDemand() const;
+  const LeaseStats& stats() const { return stats_; }
+  // What the lease running on `worker` holds (empty: none).
+  ResourceSet ResourcesLeasedTo(const WorkerID& worker) const;
+  size_t num_leases() const { return leases_.size(); }
+  size_t num_queued() const { return queue_.size(); }
 
  private:
   struct PendingLease {
@@ -122,7 +136,8 @@ class LeaseGranter {
   // Whether this node could ever run `request` (resources in total, labels, affinity).
   bool LocallyFeasible(const SchedulingRequest& request) const;
   const ClusterView& CurrentView();
-  static rpc::RequestWorkerLeaseReply SpillTo(const NodeView& node);
+  rpc::RequestWorkerLeaseReply SpillTo(const NodeView& node);
+  rpc::RequestWorkerLeaseReply Infeasible(const ResourceSet& shape, const std::string& why);
   // What a lease holds now: its resources, less the CPU it lent back while blocked.
   static ResourceSet HeldBy(const Lease& lease);
 
@@ -138,6 +153,7 @@ class LeaseGranter {
   ClusterView view_;
   uint64_t next_seq_ = 1;
   bool draining_ = false;
+  LeaseStats stats_;
   std::deque<PendingLease> queue_;
   std::unordered_map<LeaseID, Lease> leases_;
   std::unordered_map<WorkerID, LeaseID> lease_of_worker_;

@@ -42,6 +42,7 @@ class RayletGrpcService : public RpcService {
   ORB_SERVICE_METHOD(PrepareBundle)
   ORB_SERVICE_METHOD(CommitBundle)
   ORB_SERVICE_METHOD(CheckWorkers)
+  ORB_SERVICE_METHOD(ListWorkers)
   ORB_SERVICE_METHOD(ReturnBundle)
 
  private:
@@ -91,7 +92,8 @@ Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
           [this](uint64_t to, uint64_t from, uint64_t size) {
             std::memmove(arena_->data() + to, arena_->data() + from, size);
           },
-          SpillOptionsFor(options_, arena_.get(), &loop_)) {
+          SpillOptionsFor(options_, arena_.get(), &loop_)),
+      worker_metric_clients_(options_.token, std::chrono::seconds(30)) {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
   raylet_clients_ = std::make_unique<ClientPool<rpc::RayletService>>(options_.token);
   // A freed primary's copies on other nodes go with it.
@@ -170,6 +172,10 @@ absl::Status Raylet::Start() {
   object_puller_ = std::make_unique<ObjectPuller>(&object_store_, arena_.get(), &loop_, puller);
   if (auto status = StartObjectStream(); !status.ok()) return status;
 
+  auto metrics = ServeMetrics(options_.bind, options_.metrics_export_port, [this] { return MetricsText(); });
+  if (!metrics.ok()) return absl::Status(metrics.status().code(), "--metrics-export-port: " + std::string(metrics.status().message()));
+  metrics_endpoint_ = std::move(*metrics);
+
   auto cluster_id = RegisterWithGcs();
   if (!cluster_id.ok()) return cluster_id.status();
   cluster_id_ = *cluster_id;
@@ -187,6 +193,7 @@ absl::Status Raylet::Start() {
   });
   loop_.RunEvery(std::chrono::milliseconds(1000), [this] {
     worker_pool_->StopIdleWorkers();
+    ReportTransfers();
     return !stopping_;
   });
   loop_.Start();
@@ -199,6 +206,7 @@ void Raylet::Stop() {
   if (stopping_) return;
   stopping_ = true;
   if (job_watcher_) job_watcher_->Stop();
+  if (metrics_endpoint_) metrics_endpoint_->Stop();  // its handlers wait on the loop
   object_stream_.reset();  // its connections pin objects through the loop: first
   // Shared: after a wait that timed out, the closure may still run.
   auto drained = std::make_shared<std::promise<void>>();
@@ -259,6 +267,7 @@ rpc::NodeInfo Raylet::DescribeNode() const {
   node.set_ip(options_.node_ip);
   node.set_raylet_port(port_);
   node.set_object_manager_port(object_manager_port_);
+  node.set_metrics_export_port(metrics_export_port());
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   node.set_hostname(host);
@@ -630,6 +639,7 @@ void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObject
   }
   NodeID source_id = source->id;
   std::string source_address = source->address;
+  node_of_stream_[source->object_manager_address] = source_id;
   object_puller_->Pull(id, static_cast<uint64_t>(req.size()), source->object_manager_address,
                        WorkerID::FromBinary(req.worker_id()), WorkerID::FromBinary(req.owner_worker_id()),
                        [this, id, source_id, source_address, reply, send](const ObjectLocationInArena& loc,

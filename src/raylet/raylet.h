@@ -13,10 +13,16 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
 #include "common/client_pool.h"
+#include "common/http_endpoint.h"
+#include "common/prometheus_text.h"
+#include "core_worker_service.grpc.pb.h"
 #include "common/id.h"
 #include "common/resources.h"
 #include "common/node_flags.h"
@@ -59,6 +65,7 @@ struct RayletOptions {
   std::chrono::milliseconds idle_worker_timeout{60000};
   std::chrono::milliseconds infeasible_grace{3000};
   int64_t max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request served
+  int metrics_export_port = -1;  // Prometheus /metrics on `bind`: < 0 a free port, 0 none
   // Rounds, fan-out, probes; the cluster ID comes from the GCS at registration.
   gossip::GossipOptions gossip;
 };
@@ -108,6 +115,12 @@ class Raylet {
   void HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply, SendReply send);
   void HandleCommitBundle(const rpc::CommitBundleRequest& req, rpc::CommitBundleReply* reply, SendReply send);
   void HandleReturnBundle(const rpc::ReturnBundleRequest& req, rpc::ReturnBundleReply* reply, SendReply send);
+  // This node's workers and drivers (raylet_metrics.cc, as the metrics below).
+  void HandleListWorkers(const rpc::ListWorkersRequest& req, rpc::ListWorkersReply* reply, SendReply send);
+
+  // The node's /metrics: its own, then its workers' merged in. Called off the loop.
+  absl::StatusOr<std::string> MetricsText();
+  int metrics_export_port() const { return metrics_endpoint_ ? metrics_endpoint_->port() : 0; }
 
  private:
   Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena);
@@ -126,6 +139,12 @@ class Raylet {
   void OnWorkerDeath(const WorkerProcess& worker);
   // Asks `node`'s raylet to free its copies of `ids` (nothing when it is gone).
   void DeleteAt(const NodeID& node, const std::vector<ObjectID>& ids);
+  // The raylet's own metrics (on the loop).
+  prom::Exposition NodeMetrics() const;
+  // (worker ID hex, address) of each registered worker and driver, for their metrics.
+  std::vector<std::pair<std::string, std::string>> WorkerEndpoints() const;
+  // Sends the pulls completed since the last call to the GCS, for the timeline.
+  void ReportTransfers();
   // Tells the node holding the primary of `id` that this node has a copy.
   void RegisterCopy(const ObjectID& id, const NodeID& source, const std::string& source_address);
 
@@ -152,6 +171,9 @@ class Raylet {
   std::chrono::steady_clock::time_point last_rejoin_;
   std::unique_ptr<RpcService> service_;
   StartedServer server_;
+  std::unique_ptr<HttpEndpoint> metrics_endpoint_;
+  ClientPool<rpc::CoreWorkerService> worker_metric_clients_;  // used by MetricsText's threads
+  std::unordered_map<std::string, NodeID> node_of_stream_;  // object stream address -> node, for transfers
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::string cluster_id_;  // the cluster this node joined; constant after Start  // set by Stop() on the main thread, read on the loop

@@ -79,6 +79,9 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--idle-worker-timeout-ms", idle_ms, "stop workers idle this long")->check(CLI::PositiveNumber);
   app.add_option("--infeasible-grace-ms", infeasible_ms, "answer INFEASIBLE after this long")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics-export-port", options.metrics_export_port,
+                 "Prometheus /metrics port (default -1: a free one, in the node table; 0: none)")
+      ->check(CLI::Range(-1, 65535));
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest RPC request accepted, bytes (default 64 MiB)")
       ->check(CLI::Range(int64_t{1} << 20, (int64_t{1} << 31) - 1));
   app.add_option("--log-file", log_file, "log here instead of stderr");

@@ -27,6 +27,11 @@ std::string JoinPath(const std::vector<std::string>& parts) {
   return out;
 }
 
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& kind) {
@@ -103,6 +108,8 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& 
   w.job = job_id;
   w.kind = kind;
   w.pid = *pid;
+  w.start_time_ms = UnixMillis();
+  w.log_file = process.output_path;
   spdlog::debug("started worker {} pid {} for job {}", id.Hex(), *pid, job_id.Hex());
   return absl::OkStatus();
 }
@@ -118,6 +125,7 @@ absl::Status WorkerPool::Register(const WorkerID& id, const JobID& job, pid_t pi
     d.pid = pid;
     d.port = port;
     d.is_driver = true;
+    d.start_time_ms = UnixMillis();
     d.state = WorkerProcess::State::kLeased;  // never handed out
     return absl::OkStatus();
   }
@@ -287,6 +295,12 @@ size_t WorkerPool::num_idle() const {
   size_t n = 0;
   for (const auto& [id, w] : workers_) n += (w.state == WorkerProcess::State::kIdle);
   return n;
+}
+
+std::vector<WorkerProcess> WorkerPool::All() const {
+  std::vector<WorkerProcess> out;
+  for (const auto& [id, w] : workers_) out.push_back(w);
+  return out;
 }
 
 std::vector<WorkerProcess> WorkerPool::Registered() const {

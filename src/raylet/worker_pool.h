@@ -68,6 +68,8 @@ struct WorkerProcess {
   bool held_by_gcs = false;
   State state = State::kStarting;
   std::chrono::steady_clock::time_point idle_since;
+  int64_t start_time_ms = 0;  // Unix ms
+  std::string log_file;       // its stdout and stderr (empty: a driver's own)
 };
 
 class WorkerPool {
@@ -106,6 +108,8 @@ class WorkerPool {
   size_t num_idle() const;
   // The drivers and workers that registered (have a port), in no particular order.
   std::vector<WorkerProcess> Registered() const;
+  // Every worker and driver, starting ones included.
+  std::vector<WorkerProcess> All() const;
 
  private:
   void HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it);

@@ -2,11 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "common/metrics.h"
 
 namespace orb {
+namespace {
+
+int64_t UnixNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 ObjectPuller::ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options)
     : store_(store),
@@ -43,6 +52,7 @@ void ObjectPuller::Pull(const ObjectID& id, uint64_t size, const std::string& so
   t.size = size;
   t.offset = created->offset;
   t.source = source_stream;
+  t.start_ns = UnixNanos();
   t.waiters.push_back({reader, std::move(done)});
   spdlog::debug("pulling object {} ({} bytes) from {}", id.Hex(), size, source_stream);
   if (size == 0) return Finish(id, rpc::ErrorInfo());
@@ -132,7 +142,15 @@ void ObjectPuller::SourceDead(const std::string& source_stream, const std::strin
 }
 
 void ObjectPuller::Finish(const ObjectID& id, const rpc::ErrorInfo& error) {
-  auto waiters = std::move(pulls_[id].waiters);
+  Transfer& t = pulls_[id];
+  auto waiters = std::move(t.waiters);
+  if (error.type() == rpc::ERROR_NONE) {
+    ++pulls_total_;
+    bytes_pulled_total_ += t.size;
+    if (completed_.size() < kMaxCompleted) completed_.push_back({id, t.source, t.size, t.start_ns, UnixNanos()});
+  } else {
+    ++pull_failures_total_;
+  }
   pulls_.erase(id);
   if (error.type() != rpc::ERROR_NONE) {
     store_->Abort(id);

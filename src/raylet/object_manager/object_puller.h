@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,14 @@ struct ObjectPullerOptions {
   std::string token;
 };
 
+// A pull that completed, for the timeline.
+struct CompletedPull {
+  ObjectID id;
+  std::string source_stream;
+  uint64_t bytes = 0;
+  int64_t start_ns = 0, end_ns = 0;  // Unix nanoseconds
+};
+
 class ObjectPuller {
  public:
   ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options);
@@ -48,6 +57,12 @@ class ObjectPuller {
   void SourceDead(const std::string& source_stream, const std::string& why);
 
   size_t pulls_in_progress() const { return pulls_.size(); }
+  uint64_t bytes_pulled_total() const { return bytes_pulled_total_; }
+  uint64_t pulls_total() const { return pulls_total_; }
+  uint64_t pull_failures_total() const { return pull_failures_total_; }
+  // The pulls completed since the last call (at most kMaxCompleted are kept).
+  std::vector<CompletedPull> TakeCompleted() { return std::exchange(completed_, {}); }
+  static constexpr size_t kMaxCompleted = 10000;
 
  private:
   struct Waiter {
@@ -65,6 +80,7 @@ class ObjectPuller {
     std::vector<std::pair<uint64_t, uint64_t>> again;  // chunks (offset, length) to ask for again
     absl::Status failure;  // the first chunk that failed for good
     std::string source;    // the holder's object stream
+    int64_t start_ns = 0;
     std::vector<Waiter> waiters;
   };
 
@@ -81,6 +97,8 @@ class ObjectPuller {
   EventLoop* loop_;
   ObjectPullerOptions options_;
   std::unordered_map<ObjectID, Transfer> pulls_;
+  uint64_t bytes_pulled_total_ = 0, pulls_total_ = 0, pull_failures_total_ = 0;
+  std::vector<CompletedPull> completed_;
   ObjectStreamClient stream_;  // last: its threads stop before the rest goes
 };
 

@@ -152,6 +152,7 @@ bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader, bool* authenti
   bool sent = answer(os::kOk, request.length) &&
               os::WriteAll(fd, source_.arena + where.offset + request.offset, request.length);
   source_.unpin(id, reader);
+  if (sent) IncrementCounter("object_transfer_sent_bytes", static_cast<int64_t>(request.length));
   return sent;
 }
 

@@ -78,6 +78,8 @@ void LocalObjectStore::DropMemory(Entry& e) {
 void LocalObjectStore::Evict(const ObjectID& id) {
   auto it = objects_.find(id);
   if (it == objects_.end()) return;
+  ++stats_.evicted_objects_total;
+  stats_.evicted_bytes_total += it->second.size;
   if (it->second.spilled) {
     DropMemory(it->second);
   } else {

@@ -78,6 +78,8 @@ struct SpillStats {
   uint64_t bytes_on_disk = 0;    // of live objects
   uint64_t objects_on_disk = 0;  // live objects with a spill file
   uint64_t files = 0;
+  uint64_t evicted_objects_total = 0;  // copies dropped from memory to make room
+  uint64_t evicted_bytes_total = 0;
 };
 
 class LocalObjectStore {
