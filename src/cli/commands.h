@@ -62,6 +62,16 @@ int Get(const std::string& kind, const std::string& id, const std::string& addre
 int Timeline(const std::string& address, const std::string& output);
 // `orb metrics targets`: the cluster's /metrics endpoints as Prometheus file_sd JSON.
 int MetricsTargets(const std::string& address, const std::string& output);
+struct LogsOptions {
+  std::string address;
+  std::string name;  // a file of a node's logs/; empty: list them (unless a process is named)
+  std::string node;  // a node ID (or its start)
+  std::string worker, actor, task;  // the log of the process that is (or ran) this
+  bool follow = false;
+  int tail = 1000;  // lines printed before following
+};
+// `orb logs` (logs.cc).
+int Logs(const LogsOptions& options);
 // Every object of the cluster as state rows (objects.cc).
 absl::StatusOr<std::vector<nlohmann::json>> ObjectRows(const std::string& address);
 // `orb memory`: each node's store, then the objects by owner (objects.cc).

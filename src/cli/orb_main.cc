@@ -89,6 +89,21 @@ int main(int argc, char** argv) {
   targets_cmd->add_option("--address", targets_address, "GCS address (default: the local cluster)");
   targets_cmd->callback([&] { std::exit(orb::cli::MetricsTargets(targets_address, targets_output)); });
 
+  orb::cli::LogsOptions logs;
+  auto* logs_cmd = app.add_subcommand("logs", "list the nodes' log files, or print one: by name, or the log of a "
+                                              "worker, actor or task");
+  logs_cmd->add_option("name", logs.name, "a log file's name (as listed)");
+  logs_cmd->add_option("--node", logs.node, "only this node (ID or its start)");
+  auto* by_worker = logs_cmd->add_option("--worker", logs.worker, "the log of this worker (ID or its start)");
+  auto* by_actor = logs_cmd->add_option("--actor", logs.actor, "the log of the worker running this actor");
+  auto* by_task = logs_cmd->add_option("--task", logs.task, "the log of the worker that ran this task");
+  by_worker->excludes(by_actor)->excludes(by_task);
+  by_actor->excludes(by_task);
+  logs_cmd->add_flag("-f,--follow", logs.follow, "keep printing what is written");
+  logs_cmd->add_option("--tail", logs.tail, "lines printed first (default 1000)")->check(CLI::PositiveNumber);
+  logs_cmd->add_option("--address", logs.address, "GCS address (default: the local cluster)");
+  logs_cmd->callback([&] { std::exit(orb::cli::Logs(logs)); });
+
   std::string memory_address, memory_format = "table";
   auto* memory_cmd = app.add_subcommand("memory", "show each node's object store and the objects, by owner");
   memory_cmd->add_option("--address", memory_address, "GCS address (default: the local cluster)");

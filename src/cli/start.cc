@@ -5,12 +5,27 @@
 #include "cli/autoscaling_config.h"
 #include "cli/commands.h"
 #include "common/process.h"
+#include "common/rpc.h"
+#include "gcs_service.grpc.pb.h"
 #include "common/daemon_launcher.h"
 #include "common/id.h"
 #include "common/session.h"
 
 namespace orb::cli {
 namespace {
+
+// "  dashboard:    http://HOST:PORT/?token=T\n", or "" when the head serves none.
+std::string DashboardLine(const std::string& gcs_address, const std::string& token_file) {
+  auto token = ReadFileToString(token_file);
+  RpcClient<rpc::GcsService> gcs(gcs_address, token.ok() ? *token : "");
+  CallOptions call;
+  call.timeout = std::chrono::milliseconds(3000);
+  auto metrics = gcs.CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest(), call);
+  if (!metrics.ok() || metrics->dashboard_port() <= 0) return "";
+  std::string url = "http://" + gcs_address.substr(0, gcs_address.rfind(':')) + ":" +
+                    std::to_string(metrics->dashboard_port()) + "/";
+  return "  dashboard:    " + url + (token.ok() && !token->empty() ? "?token=" + *token : "") + "\n";
+}
 
 int Fail(const std::string& why) {
   std::cerr << "orb start: " << why << "\n";
@@ -154,6 +169,7 @@ int Start(const StartOptions& start) {
   if (start.head) {
     std::cout << "orb head node started.\n"
               << "  GCS address:  " << gcs_address << "\n"
+              << DashboardLine(gcs_address, token_file)
               << "  raylet:       " << raylet->address << " (pid " << raylet->pid << ")\n"
               << "  session:      " << session << "\n\n"
               << "Connect a program:   ./app --orb-address=" << gcs_address << "   (or ORB_ADDRESS=" << gcs_address

@@ -34,6 +34,7 @@ class HttpEndpoint {
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
   // Serves GET requests for `path` (exact), or every path under it when it ends in '/'.
+  // Routes are tried in the order they were added.
   void Get(const std::string& path, Handler handler);
   // Starts serving on host:port (port 0 picks a free one) and returns the port bound.
   // Unavailable, naming the address, when it cannot listen.

@@ -35,6 +35,9 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--gcs-metrics-export-port", flags->gcs_metrics_export_port,
                   "a head's GCS Prometheus /metrics port (default: a free one; 0: none)")
       ->check(CLI::Range(-1, 65535));
+  app->add_option("--dashboard-port", flags->dashboard_port,
+                  "a head's web dashboard port (default: a free one, printed by `orb start --head`; 0: none)")
+      ->check(CLI::Range(-1, 65535));
   app->add_option("--storage-dir", flags->storage_dir, "GCS RocksDB directory (default: <session>/storage)");
   app->add_option("--min-free-disk-bytes", flags->min_free_disk_bytes,
                   "the GCS refuses writes (with an error) when its storage disk has less free, bytes (default 64 MiB)")
@@ -81,7 +84,8 @@ std::vector<std::string> GcsArgs(const NodeFlags& o, const std::string& gcs_bin,
                                    "--log-file", session_dir + "/logs/gcs_server.log",
                                    "--max-message-bytes", std::to_string(o.max_message_bytes),
                                    "--min-free-disk-bytes", std::to_string(o.min_free_disk_bytes),
-                                   "--metrics-export-port", std::to_string(o.gcs_metrics_export_port)};
+                                   "--metrics-export-port", std::to_string(o.gcs_metrics_export_port),
+                                   "--dashboard-port", std::to_string(o.dashboard_port)};
   if (!storage_dir.empty()) argv.insert(argv.end(), {"--storage-dir", storage_dir});
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0", "--node-ip-address", o.node_ip});
   return argv;

@@ -39,12 +39,13 @@ struct NodeFlags {
   std::string storage_dir;  // empty: <session>/storage
   long long min_free_disk_bytes = kDefaultMinFreeDiskBytes;  // the GCS refuses writes below this
   int gcs_metrics_export_port = -1;  // the GCS's Prometheus /metrics: < 0 a free port, 0 none
+  int dashboard_port = -1;           // the head's web dashboard: < 0 a free port, 0 none
 };
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
 // --object-store-memory, --object-spilling-directory, --object-spilling-threshold,
 // --node-ip-address, --infeasible-grace-ms, --metrics-export-port, --port,
-// --storage-dir and --gcs-metrics-export-port on `app`.
+// --storage-dir, --gcs-metrics-export-port and --dashboard-port on `app`.
 void AddNodeFlags(CLI::App* app, NodeFlags* flags);
 
 // Applies `args` (e.g. {"--num-cpus", "2", "--resources", "{\"a\": 1}"}) to `flags`.

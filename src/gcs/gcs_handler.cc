@@ -265,6 +265,7 @@ void GcsHandler::HandleGetMetrics(const rpc::GetMetricsRequest&, rpc::GetMetrics
     for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
   }
   reply->set_metrics_export_port(metrics_export_port_);
+  reply->set_dashboard_port(dashboard_port_);
   send(grpc::Status::OK);
 }
 

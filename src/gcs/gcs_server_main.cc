@@ -8,6 +8,7 @@
 
 #include "common/http_endpoint.h"
 #include "common/logging.h"
+#include "dashboard/dashboard.h"
 #include "common/node_flags.h"
 #include "common/process.h"
 #include "common/rpc_server.h"
@@ -38,6 +39,8 @@ int Main(int argc, char** argv) {
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
   size_t max_dead_actors = 10000;
   int metrics_export_port = -1;
+  int dashboard_port = -1;
+  std::string dashboard_token_file;
   app.add_option("--port", port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to bind (default loopback only)");
   app.add_option("--storage-dir", storage_dir, "RocksDB directory; empty keeps tables in memory");
@@ -50,6 +53,11 @@ int Main(int argc, char** argv) {
   app.add_option("--metrics-export-port", metrics_export_port,
                  "Prometheus /metrics port (default -1: a free one, reported by GetMetrics; 0: none)")
       ->check(CLI::Range(-1, 65535));
+  app.add_option("--dashboard-port", dashboard_port,
+                 "the web dashboard's port (default -1: a free one, reported by GetMetrics and `orb start`; 0: none)")
+      ->check(CLI::Range(-1, 65535));
+  app.add_option("--dashboard-token-file", dashboard_token_file,
+                 "a file holding a read-only token the dashboard also accepts (the cluster token always works)");
   app.add_option("--token-file", token_file, "file holding the cluster token; empty disables authentication");
   app.add_option("--log-file", log_file, "log here instead of stderr");
   app.add_option("--node-ip-address", node_ip, "address raylets reach this GCS at (default: --bind)");
@@ -117,11 +125,30 @@ int Main(int argc, char** argv) {
     std::cerr << "gcs_server: --metrics-export-port: " << metrics.status().message() << "\n";
     return 2;
   }
-  gossip::GrpcGossipTransport gossip_transport(token, options.gossip.probe_timeout);
   if (node_ip.empty()) node_ip = bind;
+  std::unique_ptr<HttpEndpoint> dashboard;
+  if (dashboard_port != 0) {
+    DashboardOptions dashboard_options{node_ip + ":" + std::to_string(server->port), token, ""};
+    if (!dashboard_token_file.empty()) {
+      auto read_only = ReadFileToString(dashboard_token_file);
+      if (!read_only.ok()) {
+        std::cerr << "gcs_server: --dashboard-token-file: " << read_only.status().message() << "\n";
+        return 2;
+      }
+      dashboard_options.read_only_token = *read_only;
+    }
+    dashboard = std::make_unique<HttpEndpoint>();
+    AddDashboardRoutes(dashboard.get(), dashboard_options);
+    if (auto bound = dashboard->Start(bind, dashboard_port < 0 ? 0 : dashboard_port); !bound.ok()) {
+      std::cerr << "gcs_server: --dashboard-port: " << bound.status().message() << "\n";
+      return 2;
+    }
+  }
+  gossip::GrpcGossipTransport gossip_transport(token, options.gossip.probe_timeout);
   std::promise<void> joined;
   loop.Post([&] {
     if (*metrics) (*handler)->set_metrics_export_port((*metrics)->port());
+    if (dashboard) (*handler)->set_dashboard_port(dashboard->port());
     (*handler)->StartGossip(node_ip + ":" + std::to_string(server->port), &gossip_transport);
     joined.set_value();
   });
@@ -141,6 +168,7 @@ int Main(int argc, char** argv) {
   });
   answered->get_future().wait_for(std::chrono::seconds(1));
   if (*metrics) (*metrics)->Stop();
+  if (dashboard) dashboard->Stop();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   loop.Stop();
   loop.Join();  // before the handler and services it calls into are destroyed

@@ -43,6 +43,8 @@ class RayletGrpcService : public RpcService {
   ORB_SERVICE_METHOD(CommitBundle)
   ORB_SERVICE_METHOD(CheckWorkers)
   ORB_SERVICE_METHOD(ListWorkers)
+  ORB_SERVICE_METHOD(ListLogs)
+  ORB_SERVICE_METHOD(ReadLog)
   ORB_SERVICE_METHOD(ReturnBundle)
 
  private:

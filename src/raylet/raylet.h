@@ -117,6 +117,9 @@ class Raylet {
   void HandleReturnBundle(const rpc::ReturnBundleRequest& req, rpc::ReturnBundleReply* reply, SendReply send);
   // This node's workers and drivers (raylet_metrics.cc, as the metrics below).
   void HandleListWorkers(const rpc::ListWorkersRequest& req, rpc::ListWorkersReply* reply, SendReply send);
+  // The node's log files (raylet_logs.cc).
+  void HandleListLogs(const rpc::ListLogsRequest& req, rpc::ListLogsReply* reply, SendReply send);
+  void HandleReadLog(const rpc::ReadLogRequest& req, rpc::ReadLogReply* reply, SendReply send);
 
   // The node's /metrics: its own, then its workers' merged in. Called off the loop.
   absl::StatusOr<std::string> MetricsText();
@@ -139,6 +142,7 @@ class Raylet {
   void OnWorkerDeath(const WorkerProcess& worker);
   // Asks `node`'s raylet to free its copies of `ids` (nothing when it is gone).
   void DeleteAt(const NodeID& node, const std::vector<ObjectID>& ids);
+  std::string LogDir() const;  // <session>/logs; empty without a session
   // The raylet's own metrics (on the loop).
   prom::Exposition NodeMetrics() const;
   // (worker ID hex, address) of each registered worker and driver, for their metrics.

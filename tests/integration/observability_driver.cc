@@ -1,6 +1,6 @@
 // A workload for observability_test.sh (one job): 20 Square tasks, one task that
 // throws, a detached actor "obs-keeper" that counts requests in a user metric and keeps
-// a 2 MiB object in the store, a 2 MiB argument pulled by a task on the node with the
+// a 2 MiB object in the store (and prints to its log), a 2 MiB argument pulled by a task on the node with the
 // "far" resource, and a placement group. Then it reads the state API from C++:
 //   squares 2470 | failed TaskError | far 2097152 | keeper 5
 //   state failed=1 error=observability boom | state nodes=2 | bad filter: <why>
@@ -28,7 +28,9 @@ class Keeper {
     orb::Counter served("obs.requests", "requests the keeper served", "requests", {"route"});
     served.Inc(requests, {{"route", "/serve"}});
     if (!kept_) kept_ = orb::Put(std::vector<uint8_t>(2 << 20, 7));
-    return total_ += requests;
+    total_ += requests;
+    std::cout << "keeper served " << total_ << std::endl;  // its worker's log, for orb logs
+    return total_;
   }
 
  private:

@@ -3,7 +3,9 @@
 # after a workload (observability_driver): a real Prometheus scrapes every daemon's
 # /metrics (found by `orb metrics targets`) and its HTTP API answers what the workload
 # did; `orb list` shows and filters every kind; `orb summary`, `orb get`; the C++
-# orb::state; `orb timeline` writes a Chrome trace with one event per task run.
+# orb::state; `orb timeline` writes a Chrome trace with one event per task run; `orb
+# logs` finds an actor's log; the dashboard, loaded page by page in headless Chromium,
+# shows the cluster (DOM checked, screenshots in build/test-output/observability/).
 set -euo pipefail
 trap 'echo "observability_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build_dir=$1
@@ -89,6 +91,59 @@ ran=$(list tasks --format json | jq_py 'len([t for t in d if t["start_time_ms"] 
 [[ $(jq_py 'all(e["dur"] >= 0 and e["ts"] > 0 for e in d["traceEvents"] if e["ph"] == "X")' <"$out_dir/trace.json") == True ]]
 [[ $(jq_py 'len([e for e in d["traceEvents"] if e.get("cat") == "transfer" and e["args"]["bytes"] >= 2 << 20])' \
   <"$out_dir/trace.json") -ge 1 ]]
+
+echo "--- orb logs: the files, and an actor's log found by its ID"
+"$orb" logs --address "$address" | grep -q "gcs_server.log"
+[[ $("$orb" logs --actor "$actor_id" --address "$address") == *"keeper served 5"* ]]
+[[ $("$orb" logs --actor "$actor_id" --tail 1 --address "$address") == "keeper served 5" ]]
+if "$orb" logs --actor ffff --address "$address" 2>"$out_dir/err"; then echo "an unknown actor must fail"; exit 1; fi
+grep -q "no actor with ID ffff" "$out_dir/err"
+if "$orb" logs ../token --address "$address" 2>"$out_dir/err"; then echo "a path must not be read"; exit 1; fi
+grep -q "not a file name" "$out_dir/err"
+
+echo "--- the dashboard in headless Chromium: every page, against the live cluster"
+dashboard=$(sed -n 's/^  dashboard: *//p' <<<"$start")
+[[ $dashboard == http://*"/?token="* ]]
+base=${dashboard%%\?*}
+[[ $(curl -s -o /dev/null -w '%{http_code}' "${base}api/summary") == 401 ]]
+[[ $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "${base}api/summary") == 401 ]]
+[[ $(curl -sf "${dashboard/\?token=/api/summary?token=}" | jq_py 'len([n for n in d["nodes"] if n["state"] == "ALIVE"])') == 2 ]]
+browse() {  # browse <page> <what>: the page's DOM after its scripts ran, and a screenshot
+  local flags=(--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars
+    --user-data-dir="$ORB_TEMP_DIR/chromium" --virtual-time-budget=8000 --window-size=1280,900)
+  timeout 60 chromium "${flags[@]}" --dump-dom "$dashboard#/$1" 2>/dev/null >"$out_dir/dashboard-$2.html"
+  timeout 60 chromium "${flags[@]}" --screenshot="$out_dir/dashboard-$2.png" "$dashboard#/$1" >/dev/null 2>&1
+  [[ -s "$out_dir/dashboard-$2.png" ]]
+}
+page_has() { grep -q -- "$2" "$out_dir/dashboard-$1.html" || { echo "dashboard page $1 lacks: $2"; exit 1; }; }
+browse overview overview
+page_has overview 'id="nodes-alive"><div class="value">2<'
+page_has overview 'id="actors-alive"><div class="value">1<'
+page_has overview 'id="tasks-failed"><div class="value">1<'
+page_has overview '<polyline'
+browse nodes nodes
+[[ $(grep -o 'class="state-ALIVE">ALIVE' "$out_dir/dashboard-nodes.html" | wc -l) == 2 ]]
+page_has nodes "far: 1"
+browse actors actors
+page_has actors 'obs-keeper'
+page_has actors 'class="state-ALIVE">ALIVE'
+browse "tasks?filter=state%3DFAILED" tasks-failed
+page_has tasks-failed 'observability boom'
+page_has tasks-failed '>1 of 1<'
+browse tasks tasks
+page_has tasks 'Square'
+browse placement-groups placement-groups
+page_has placement-groups 'obs-group'
+browse jobs jobs
+page_has jobs 'class="state-FINISHED">FINISHED'
+browse workers workers
+page_has workers 'class="state-LEASED">LEASED'
+keeper_log=$("$orb" list actors --filter name=obs-keeper --format json --address "$address" | jq_py '"worker-" + d[0]["worker_id"][:12] + ".log"')
+keeper_node=$("$orb" list actors --filter name=obs-keeper --format json --address "$address" | jq_py 'd[0]["node_id"]')
+browse "logs?node=$keeper_node&file=$keeper_log" logs
+page_has logs 'keeper served 5'
+browse metrics metrics
+page_has metrics '<svg'
 
 echo "--- /metrics of every daemon, checked by Prometheus's own parser"
 "$orb" metrics targets --address "$address" --output "$out_dir/targets.json"
