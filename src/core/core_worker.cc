@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
 #include <set>
 #include <future>
 #include <thread>
@@ -212,6 +213,10 @@ absl::Status CoreWorker::Start() {
   actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), worker_clients_.get(), node_id_,
                                                       task_events_.get());
   loop_.Start();
+  if (options_.is_driver && LogSubscriber::EnabledByEnv()) {
+    log_subscriber_ = std::make_unique<LogSubscriber>(gcs_.get(), &loop_, options_.job_id, &std::cerr);
+    log_subscriber_->Start();
+  }
   return absl::OkStatus();
 }
 
@@ -219,6 +224,7 @@ void CoreWorker::Disconnect() {
   if (disconnected_.exchange(true)) return;
   // What ran here reaches the state API even when the process ends right after.
   if (task_events_) task_events_->Flush(/*wait=*/true);
+  if (log_subscriber_) log_subscriber_->Stop();
   if (submitter_) submitter_->Shutdown();
   if (actor_submitter_) actor_submitter_->Shutdown();
   CallOptions quick;

@@ -28,6 +28,7 @@
 #include "core/object_table.h"
 #include "core/runtime.h"
 #include "core/store_client.h"
+#include "core/log_subscriber.h"
 #include "core/task_event_buffer.h"
 #include "core/task_receiver.h"
 #include "core/task_submitter.h"
@@ -222,6 +223,7 @@ class CoreWorker : public Runtime {
   EventLoop loop_;
   // Before gcs_: its calls' callbacks touch it, and gcs_ drains them as it goes.
   std::unique_ptr<TaskEventBuffer> task_events_;
+  std::unique_ptr<LogSubscriber> log_subscriber_;  // drivers: their workers' output
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   std::unique_ptr<RpcClient<rpc::RayletService>> raylet_;
   std::unique_ptr<WorkerClientPool> worker_clients_;

@@ -383,6 +383,13 @@ void ActorManager::HandleListActors(const rpc::ListActorsRequest&, rpc::ListActo
   send(grpc::Status::OK);
 }
 
+std::string ActorManager::ClassOfWorker(const std::string& worker_id) const {
+  auto it = by_worker_.find(worker_id);
+  if (it == by_worker_.end()) return "";
+  auto actor = actors_.find(it->second);
+  return actor == actors_.end() ? "" : actor->second.class_name();
+}
+
 std::map<std::string, int64_t> ActorManager::CountByState() const {
   std::map<std::string, int64_t> counts;
   for (int s = rpc::ActorInfo::State_MIN; s <= rpc::ActorInfo::State_MAX; ++s) {

@@ -69,6 +69,8 @@ class ActorManager {
   void HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req, rpc::ReportWorkerFailureReply* reply,
                                  SendReply send);
 
+  // The class of the actor that the worker `worker_id` (binary) hosts; "" for none.
+  std::string ClassOfWorker(const std::string& worker_id) const;
   // How many actors are in each state (every state named, zero included), for /metrics.
   std::map<std::string, int64_t> CountByState() const;
 

@@ -38,6 +38,7 @@ class GcsGrpcService : public RpcService {
   ORB_SERVICE_METHOD(Poll)
   ORB_SERVICE_METHOD(AddTaskEvents)
   ORB_SERVICE_METHOD(ListTasks)
+  ORB_SERVICE_METHOD(PublishLogs)
 
  private:
   GcsHandler* handler_;

@@ -1,6 +1,7 @@
 #include "gcs/gcs_handler.h"
 
 #include <arpa/inet.h>
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 #include "common/metrics.h"
@@ -356,6 +357,7 @@ void GcsHandler::HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest
 
 void GcsHandler::AnswerParkedCalls() {
   publisher_.ExpireAll();
+  log_publisher_.ExpireAll();
   actors_->AnswerParkedCalls();
   placement_groups_->AnswerParkedCalls();
 }
@@ -428,8 +430,24 @@ void GcsHandler::HandlePoll(const rpc::PollRequest& req, rpc::PollReply* reply, 
     send(grpc::Status::OK);
   };
   int wait_ms = std::min(req.wait_ms(), 30000);
-  uint64_t id = publisher_.Poll(req, answer);
-  if (id != 0) loop_->RunAfter(std::chrono::milliseconds(wait_ms), [this, id] { publisher_.Expire(id); });
+  bool logs = std::find(req.channels().begin(), req.channels().end(), rpc::LOG_CHANNEL) != req.channels().end();
+  if (logs && req.channels_size() > 1) {
+    return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "LOG_CHANNEL is polled alone"));
+  }
+  Publisher& publisher = logs ? log_publisher_ : publisher_;
+  uint64_t id = publisher.Poll(req, answer);
+  if (id != 0) loop_->RunAfter(std::chrono::milliseconds(wait_ms), [&publisher, id] { publisher.Expire(id); });
+}
+
+void GcsHandler::HandlePublishLogs(const rpc::PublishLogsRequest& req, rpc::PublishLogsReply*, SendReply send) {
+  for (const rpc::LogBatch& batch : req.batches()) {
+    rpc::PubMessage message;
+    message.set_channel(rpc::LOG_CHANNEL);
+    *message.mutable_log() = batch;
+    message.mutable_log()->set_actor_class(actors_->ClassOfWorker(batch.worker_id()));
+    log_publisher_.Publish(std::move(message));
+  }
+  send(grpc::Status::OK);
 }
 
 }  // namespace orb::gcs

@@ -66,6 +66,8 @@ class GcsHandler {
   // Task events from owners and executors, transfers from raylets (the state API's tasks).
   void HandleAddTaskEvents(const rpc::AddTaskEventsRequest& req, rpc::AddTaskEventsReply* reply, SendReply send);
   void HandleListTasks(const rpc::ListTasksRequest& req, rpc::ListTasksReply* reply, SendReply send);
+  // Workers' output from their raylets, published on LOG_CHANNEL for the drivers.
+  void HandlePublishLogs(const rpc::PublishLogsRequest& req, rpc::PublishLogsReply* reply, SendReply send);
 
   // The cluster as the GCS sees it, in Prometheus's text format: nodes, jobs, actors,
   // placement groups and tasks by state, gossip, and this process's counters and RPC
@@ -102,6 +104,8 @@ class GcsHandler {
   EventLoop* loop_;
   GcsOptions options_;
   Publisher publisher_;
+  // LOG_CHANNEL alone: chatty workers must not push node and job changes out of history.
+  Publisher log_publisher_{2000};
   std::unordered_map<NodeID, rpc::NodeInfo> nodes_;
   std::unique_ptr<ActorManager> actors_;
   std::unique_ptr<PlacementGroupManager> placement_groups_;

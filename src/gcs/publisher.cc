@@ -27,6 +27,7 @@ rpc::PollReply Publisher::Collect(const rpc::PollRequest& request) const {
     if (m.sequence() <= after) continue;
     bool wanted = std::any_of(request.channels().begin(), request.channels().end(),
                               [&](int c) { return c == m.channel(); });
+    if (m.has_log() && !request.job_id().empty() && m.log().job_id() != request.job_id()) wanted = false;
     if (wanted) *reply.add_messages() = m;
   }
   reply.set_last_sequence(sequence_);

@@ -193,6 +193,10 @@ absl::Status Raylet::Start() {
     worker_pool_->ReapDead();
     return !stopping_;
   });
+  loop_.RunEvery(std::chrono::milliseconds(200), [this] {
+    ForwardWorkerLogs();
+    return !stopping_;
+  });
   loop_.RunEvery(std::chrono::milliseconds(1000), [this] {
     worker_pool_->StopIdleWorkers();
     ReportTransfers();

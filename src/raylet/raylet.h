@@ -143,6 +143,15 @@ class Raylet {
   // Asks `node`'s raylet to free its copies of `ids` (nothing when it is gone).
   void DeleteAt(const NodeID& node, const std::vector<ObjectID>& ids);
   std::string LogDir() const;  // <session>/logs; empty without a session
+  // Sends the lines workers wrote since the last call to the GCS, for their drivers.
+  void ForwardWorkerLogs();
+  struct LogCursor {
+    std::string path;
+    JobID job;
+    pid_t pid = 0;
+    int64_t offset = 0;
+    std::string partial;  // the start of a line not yet ended
+  };
   // The raylet's own metrics (on the loop).
   prom::Exposition NodeMetrics() const;
   // (worker ID hex, address) of each registered worker and driver, for their metrics.
@@ -177,7 +186,8 @@ class Raylet {
   StartedServer server_;
   std::unique_ptr<HttpEndpoint> metrics_endpoint_;
   ClientPool<rpc::CoreWorkerService> worker_metric_clients_;  // used by MetricsText's threads
-  std::unordered_map<std::string, NodeID> node_of_stream_;  // object stream address -> node, for transfers
+  std::unordered_map<std::string, NodeID> node_of_stream_;
+  std::unordered_map<WorkerID, LogCursor> log_cursors_;  // workers whose output goes to their drivers  // object stream address -> node, for transfers
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::string cluster_id_;  // the cluster this node joined; constant after Start  // set by Stop() on the main thread, read on the loop

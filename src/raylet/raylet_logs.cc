@@ -1,10 +1,13 @@
 // The node's log files for `orb logs` and the dashboard: the files directly in
-// <session>/logs (daemons' and workers' stdout and stderr), listed and read in pieces.
+// <session>/logs (daemons' and workers' stdout and stderr), listed and read in pieces;
+// and workers' new lines, sent on to the GCS for their jobs' drivers.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
+#include <spdlog/spdlog.h>
 
 #include "raylet/raylet.h"
 
@@ -20,7 +23,56 @@ bool IsPlainName(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
+constexpr int64_t kForwardBytesPerRound = 64 << 10;  // per worker; the rest next round
+constexpr size_t kLongestLine = 16 << 10;            // a longer partial line goes as it is
+
 }  // namespace
+
+void Raylet::ForwardWorkerLogs() {
+  // Workers started since the last round, and those that ended (read one last time).
+  for (const WorkerProcess& w : worker_pool_->All()) {
+    if (w.is_driver || w.log_file.empty() || log_cursors_.count(w.id)) continue;
+    log_cursors_[w.id] = LogCursor{w.log_file, w.job, w.pid};
+  }
+  rpc::PublishLogsRequest request;
+  for (auto it = log_cursors_.begin(); it != log_cursors_.end();) {
+    LogCursor& cursor = it->second;
+    bool gone = worker_pool_->Find(it->first) == nullptr;
+    std::ifstream in(cursor.path, std::ios::binary);
+    std::string data(kForwardBytesPerRound, '\0');
+    if (in) {
+      in.seekg(cursor.offset);
+      in.read(data.data(), kForwardBytesPerRound);
+      data.resize(static_cast<size_t>(in.gcount()));
+    } else {
+      data.clear();
+    }
+    cursor.offset += static_cast<int64_t>(data.size());
+    std::string text = cursor.partial + data;
+    rpc::LogBatch batch;
+    size_t start = 0;
+    for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+      batch.add_lines(text.substr(start, nl - start));
+    }
+    cursor.partial = text.substr(start);
+    if (cursor.partial.size() > kLongestLine || (gone && !cursor.partial.empty())) {
+      batch.add_lines(std::move(cursor.partial));
+      cursor.partial.clear();
+    }
+    if (batch.lines_size() > 0) {
+      batch.set_job_id(cursor.job.Binary());
+      batch.set_node_id(node_id_.Binary());
+      batch.set_worker_id(it->first.Binary());
+      batch.set_pid(cursor.pid);
+      *request.add_batches() = std::move(batch);
+    }
+    it = gone && static_cast<int64_t>(data.size()) < kForwardBytesPerRound ? log_cursors_.erase(it) : std::next(it);
+  }
+  if (request.batches_size() == 0) return;
+  gcs_->Call<rpc::PublishLogsReply>(ORB_RPC(PublishLogs), request, [](const absl::Status& status, rpc::PublishLogsReply&&) {
+    if (!status.ok()) spdlog::debug("workers' lines not sent to the GCS: {}", status.ToString());
+  });
+}
 
 std::string Raylet::LogDir() const { return options_.session_dir.empty() ? "" : options_.session_dir + "/logs"; }
 

@@ -4,6 +4,8 @@
 // "far" resource, and a placement group. Then it reads the state API from C++:
 //   squares 2470 | failed TaskError | far 2097152 | keeper 5
 //   state failed=1 error=observability boom | state nodes=2 | bad filter: <why>
+// and on stderr, the workers' lines: "(pid=N, node=ID) exploding now",
+// "(Keeper pid=N, node=ID) keeper served 5".
 #include <orb/api.h>
 #include <orb/metric.h>
 #include <orb/state.h>
@@ -15,7 +17,10 @@
 int Square(int x) { return x * x; }
 ORB_REMOTE(Square);
 
-int Explode(int) { throw std::runtime_error("observability boom"); }
+int Explode(int) {
+  std::cerr << "exploding now" << std::endl;  // reaches the driver's stderr with a prefix
+  throw std::runtime_error("observability boom");
+}
 ORB_REMOTE(Explode);
 
 size_t SizeOf(std::vector<uint8_t> bytes) { return bytes.size(); }
@@ -53,10 +58,14 @@ int main(int argc, char** argv) {
     std::cout << "failed TaskError" << std::endl;
   }
   auto big = orb::Put(std::vector<uint8_t>(2 << 20, 1));
-  std::cout << "far " << *orb::Task(SizeOf).SetResource("far", 1).Remote(big).Get(60000) << std::endl;
+  size_t far = *orb::Task(SizeOf).SetResource("far", 1).Remote(big).Get(60000);
+  std::cout << "far " << far << std::endl;
   auto keeper = orb::Actor(Keeper::Create).SetName("obs-keeper").SetLifetime(orb::ActorLifetime::DETACHED).Remote();
   keeper.Task(&Keeper::Serve).Remote(2).Get(60000);
-  std::cout << "keeper " << *keeper.Task(&Keeper::Serve).Remote(3).Get(60000) << std::endl;
+  int served = *keeper.Task(&Keeper::Serve).Remote(3).Get(60000);
+  std::cout << "keeper " << served << std::endl;
+  // What the workers printed reaches this driver's stderr within about half a second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto pg = orb::CreatePlacementGroup({"obs-group", {{{"CPU", 1}}}, orb::PlacementStrategy::PACK});
   pg.Wait(30);
 

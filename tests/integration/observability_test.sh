@@ -32,8 +32,9 @@ address=$(sed -n 's/^  GCS address: *//p' <<<"$start")
 "$orb" start --address "$address" --num-cpus 1 --resources '{"far": 1}' >/dev/null
 
 echo "--- the workload, and the state API from C++"
-workload=$("$driver" --orb-address="$address" 2>&1) || { echo "$workload"; exit 1; }
+workload=$("$driver" --orb-address="$address" 2>"$out_dir/driver.err") || { echo "$workload"; cat "$out_dir/driver.err"; exit 1; }
 echo "$workload"
+cat "$out_dir/driver.err"
 grep -q "squares 2470" <<<"$workload"
 grep -q "failed TaskError" <<<"$workload"
 grep -q "far 2097152" <<<"$workload"
@@ -41,6 +42,9 @@ grep -q "keeper 5" <<<"$workload"
 grep -q "state failed=1 error=.*observability boom" <<<"$workload"
 grep -q "state nodes=2" <<<"$workload"
 grep -q "bad filter: .*'colour'.*known: task_id" <<<"$workload"
+# The workers' output on the driver's stderr, with where it came from (Ray's log_to_driver).
+grep -Eq "^\(pid=[0-9]+, node=[0-9a-f]{8}\) exploding now$" "$out_dir/driver.err"
+grep -Eq "^\(Keeper pid=[0-9]+, node=[0-9a-f]{8}\) keeper served 5$" "$out_dir/driver.err"
 sleep 2  # the workers' last task events (sent every second)
 
 echo "--- orb list: every kind, filtered, as table, JSON and YAML"
@@ -200,4 +204,9 @@ used=$("$orb" memory --format json --address "$address" | jq_py 'sum(n["used_byt
 [[ $(query 'sum(orb_rpc_server_latency_seconds_count{method="PushTasks"}) >= 3') != "" ]]
 # The keeper actor's user metric, through its raylet.
 [[ $(query 'sum(orb_obs_requests_total{route="/serve"})') == 5 ]]
+
+echo "--- ORB_LOG_TO_DRIVER=0: a driver without its workers' output (last: a second workload)"
+quiet=$(ORB_LOG_TO_DRIVER=0 "$driver" --orb-address="$address" 2>&1) || { echo "$quiet"; exit 1; }
+grep -q "keeper 5" <<<"$quiet"
+if grep -q "keeper served" <<<"$quiet"; then echo "ORB_LOG_TO_DRIVER=0 still printed workers' lines"; exit 1; fi
 echo "observability_test: ok"
