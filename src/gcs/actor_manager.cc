@@ -17,6 +17,13 @@ int64_t NowMs() {
 }
 
 std::string Short(const std::string& actor_id) { return ActorID::FromBinary(actor_id).Hex().substr(0, 12); }
+// The IDs of an actor's log lines, as fields (see common/logging.h).
+std::string Fields(const rpc::ActorInfo& actor) {
+  std::string fields = "[actor_id=" + ActorID::FromBinary(actor.actor_id()).Hex() +
+                       " job_id=" + JobID::FromBinary(actor.job_id()).Hex();
+  if (!actor.address().worker_id().empty()) fields += " worker_id=" + WorkerID::FromBinary(actor.address().worker_id()).Hex();
+  return fields + "]";
+}
 
 grpc::Status Invalid(const std::string& message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
 
@@ -141,7 +148,7 @@ void ActorManager::HandleRegisterActor(const rpc::RegisterActorRequest& req, rpc
   if (auto s = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString()); !s.ok()) return send(ToGrpc(s));
   if (!actor.name().empty()) named_[NameKey(actor.namespace_(), actor.name())] = actor.actor_id();
   std::string id = actor.actor_id();
-  spdlog::info("actor {} ({}) registered", Short(id), actor.class_name());
+  spdlog::info("actor {} ({}) registered {}", Short(id), actor.class_name(), Fields(actor));
   actors_[id] = std::move(actor);
   send(grpc::Status::OK);
   Schedule(id);
@@ -262,8 +269,8 @@ void ActorManager::OnCreationReply(const std::string& actor_id, uint64_t attempt
   }
   actor->set_state(rpc::ActorInfo::ALIVE);
   by_worker_[actor->address().worker_id()] = actor_id;
-  spdlog::info("actor {} ({}) alive on {}:{}{}", Short(actor_id), actor->class_name(), actor->address().ip(),
-               actor->address().port(), actor->num_restarts() > 0 ? " (restarted)" : "");
+  spdlog::info("actor {} ({}) alive on {}:{}{} {}", Short(actor_id), actor->class_name(), actor->address().ip(),
+               actor->address().port(), actor->num_restarts() > 0 ? " (restarted)" : "", Fields(*actor));
   (void)Changed(*actor);
 }
 
@@ -291,8 +298,9 @@ absl::Status ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& r
   if (!may_restart || !restarts_left) return MarkDead(actor, reason, type);
   actor.set_num_restarts(actor.num_restarts() + 1);
   actor.set_state(rpc::ActorInfo::RESTARTING);
-  spdlog::warn("actor {} ({}) failed: {}; restarting ({} of {})", Short(actor.actor_id()), actor.class_name(), reason,
-               actor.num_restarts(), actor.max_restarts() < 0 ? std::string("unlimited") : std::to_string(actor.max_restarts()));
+  spdlog::warn("actor {} ({}) failed: {}; restarting ({} of {}) {}", Short(actor.actor_id()), actor.class_name(), reason,
+               actor.num_restarts(), actor.max_restarts() < 0 ? std::string("unlimited") : std::to_string(actor.max_restarts()),
+               Fields(actor));
   absl::Status persisted = Changed(actor);
   Schedule(actor.actor_id());
   return persisted;
@@ -309,7 +317,7 @@ absl::Status ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& re
     auto it = named_.find(NameKey(actor.namespace_(), actor.name()));
     if (it != named_.end() && it->second == actor.actor_id()) named_.erase(it);
   }
-  spdlog::info("actor {} ({}) is dead: {}", Short(actor.actor_id()), actor.class_name(), reason);
+  spdlog::info("actor {} ({}) is dead: {} {}", Short(actor.actor_id()), actor.class_name(), reason, Fields(actor));
   absl::Status persisted = Changed(actor);
   dead_.push_back(actor.actor_id());
   ForgetOldDead();  // never `actor` itself: it is the newest, and at least one is kept

@@ -143,7 +143,9 @@ void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::Re
   node.set_state(rpc::NodeInfo::ALIVE);
   if (node.start_time_ms() == 0) node.set_start_time_ms(NowMs());
   if (auto s = SaveNode(node); !s.ok()) return send(Internal(s));
-  if (existing == nodes_.end()) spdlog::info("node {} registered at {}:{}", id.Hex(), node.ip(), node.raylet_port());
+  if (existing == nodes_.end()) {
+    spdlog::info("node {} registered at {}:{} [node_id={}]", id.Hex(), node.ip(), node.raylet_port(), id.Hex());
+  }
   nodes_[id] = node;
   PublishNode(node);
   SeedGossip(node);
@@ -158,7 +160,8 @@ void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
   node.mutable_resources_available()->clear();
   node.clear_pending_demand();
   if (auto s = SaveNode(node); !s.ok()) spdlog::error("cannot persist death of node: {}", s.ToString());
-  spdlog::warn("node {} is dead: {}", NodeID::FromBinary(node.node_id()).Hex(), reason);
+  spdlog::warn("node {} is dead: {} [node_id={}]", NodeID::FromBinary(node.node_id()).Hex(), reason,
+               NodeID::FromBinary(node.node_id()).Hex());
   PublishNode(node);
   if (gossip_) gossip_->DeclareDead(node.node_id());
   actors_->OnNodeDead(node.node_id());
@@ -308,6 +311,8 @@ void GcsHandler::HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* r
     return send(Internal(s));
   }
   ++next_job_id_;
+  spdlog::info("job {} started by a driver at {} pid {} [job_id={}]", id.Hex(), req.job().driver_ip(),
+               req.job().driver_pid(), id.Hex());
   rpc::JobInfo job = req.job();
   job.set_job_id(id.Binary());
   job.set_start_time_ms(NowMs());
@@ -331,6 +336,7 @@ void GcsHandler::HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, r
   if (auto s = store_->Put(kJobTable, req.job_id(), it->second.SerializeAsString()); !s.ok()) {
     return send(Internal(s));
   }
+  spdlog::info("job {} finished [job_id={}]", it->first.Hex(), it->first.Hex());
   rpc::PubMessage message;
   message.set_channel(rpc::JOB_CHANNEL);
   *message.mutable_job() = it->second;

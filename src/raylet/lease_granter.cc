@@ -433,7 +433,9 @@ void LeaseGranter::OnJobFinished(const JobID& job) {
     it = queue_.erase(it);
     callback(std::move(reply));
   }
-  if (reclaimed > 0) spdlog::info("job {} finished: reclaimed {} lease(s) it left here", job.Hex(), reclaimed);
+  if (reclaimed > 0) {
+    spdlog::info("job {} finished: reclaimed {} lease(s) it left here [job_id={}]", job.Hex(), reclaimed, job.Hex());
+  }
   pool_->StopWorkersOf(job);
   Dispatch();
 }
@@ -467,7 +469,8 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
       ++it;
       continue;
     }
-    spdlog::info("reclaiming lease {} of dead worker {}", it->first.Hex().substr(0, 8), worker.id.Hex());
+    spdlog::info("reclaiming lease {} of dead worker {} [worker_id={} job_id={}]", it->first.Hex().substr(0, 8),
+                 worker.id.Hex(), worker.id.Hex(), worker.job.Hex());
     available_.Add(HeldBy(it->second));
     ReleaseGpus(it->second);
     lease_of_worker_.erase(it->second.worker);

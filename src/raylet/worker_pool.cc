@@ -110,7 +110,8 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& 
   w.pid = *pid;
   w.start_time_ms = UnixMillis();
   w.log_file = process.output_path;
-  spdlog::debug("started worker {} pid {} for job {}", id.Hex(), *pid, job_id.Hex());
+  spdlog::debug("started worker {} pid {} for job {} [worker_id={} job_id={}]", id.Hex(), *pid, job_id.Hex(), id.Hex(),
+                job_id.Hex());
   return absl::OkStatus();
 }
 
@@ -232,7 +233,8 @@ void WorkerPool::ReapDead() {
       if (it->second.pid == pid && !it->second.is_driver) {
         std::string how = DescribeExit(status);
         if (killed_here_.erase(it->first)) how = "stopped by its raylet (" + how + ")";
-        spdlog::info("worker {} (pid {}) {}", it->first.Hex(), pid, how);
+        spdlog::info("worker {} (pid {}) {} [worker_id={} job_id={}]", it->first.Hex(), pid, how, it->first.Hex(),
+                     it->second.job.Hex());
         RememberExit(it->first, how);
         HandleDeath(it);
         break;

@@ -27,7 +27,10 @@ command -v prometheus >/dev/null && command -v promtool >/dev/null || {
 # A JSON document on stdin, read by a Python expression over `d`.
 jq_py() { "$python" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
+# Structured daemon logs (JSON lines with the IDs as fields), checked below.
+export ORB_LOG_FORMAT=json
 start=$("$orb" start --head --port 0 --num-cpus 2)
+session=$(sed -n 's/^  session: *//p' <<<"$start")
 address=$(sed -n 's/^  GCS address: *//p' <<<"$start")
 "$orb" start --address "$address" --num-cpus 1 --resources '{"far": 1}' >/dev/null
 
@@ -104,6 +107,14 @@ if "$orb" logs --actor ffff --address "$address" 2>"$out_dir/err"; then echo "an
 grep -q "no actor with ID ffff" "$out_dir/err"
 if "$orb" logs ../token --address "$address" 2>"$out_dir/err"; then echo "a path must not be read"; exit 1; fi
 grep -q "not a file name" "$out_dir/err"
+
+echo "--- structured daemon logs: JSON lines, the IDs they are about as fields"
+[[ $("$python" -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+print(any(l.get("actor_id") == sys.argv[2] and l["component"] == "gcs_server" and "alive" in l["message"] for l in lines)
+      and all({"time", "level", "pid", "message"} <= l.keys() for l in lines))' "$session/logs/gcs_server.log" "$actor_id") == True ]]
+grep -q '"job_id":"00000001"' "$session"/logs/raylet-*.log
 
 echo "--- the dashboard in headless Chromium: every page, against the live cluster"
 dashboard=$(sed -n 's/^  dashboard: *//p' <<<"$start")

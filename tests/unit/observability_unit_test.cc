@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/logging.h"
 #include "common/metric_samples.h"
 #include "common/prometheus_text.h"
 #include "common/state_filter.h"
@@ -163,4 +164,13 @@ TEST_CASE("state filters name what is wrong with them", "[state]") {
   CHECK_FALSE(MatchesStateFilters({{"state", "DEAD"}, {"name", "counter"}}, *filters));
   CHECK(CheckFilterKeys(*filters, {"state", "name"}).ok());
   CHECK_FALSE(CheckFilterKeys(*filters, {"state"}).ok());
+}
+
+TEST_CASE("log lines' IDs become fields of structured logs", "[logging]") {
+  auto fields = IdFields("actor 9b3e (Keeper) alive on 1.2.3.4:5 [actor_id=9b3e01 job_id=01000000 worker_id=ab]");
+  REQUIRE(fields.size() == 3);
+  CHECK(fields[0] == std::make_pair(std::string("actor_id"), std::string("9b3e01")));
+  CHECK(fields[1] == std::make_pair(std::string("job_id"), std::string("01000000")));
+  CHECK(fields[2].first == "worker_id");
+  CHECK(IdFields("no ids here, nor _id= alone, nor x_id=").empty());
 }
