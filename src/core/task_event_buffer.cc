@@ -67,7 +67,8 @@ void TaskEventBuffer::Add(rpc::TaskEvent event, bool soon) {
     if (soon && !flush_posted_) post = flush_posted_ = true;
     if (!soon && !flush_due_) time = flush_due_ = true;
   }
-  if (post) loop_->Post([this] { Flush(); });
+  // Coalesced: under load, one call per kExecutorFlushDelay, not one per task.
+  if (post) loop_->RunAfter(kExecutorFlushDelay, [this] { Flush(); });
   if (time) loop_->RunAfter(options_.flush_interval, [this] { Flush(); });
 }
 
@@ -91,7 +92,9 @@ void TaskEventBuffer::RecordRun(const rpc::TaskSpec& spec, int64_t start_ns, int
   }
   run.set_end_time_ns(end_ns);
   run.mutable_required_resources()->insert(spec.resources().begin(), spec.resources().end());
-  Add(run);
+  if (!spec.has_actor_creation()) return Add(std::move(run), /*soon=*/true);
+  // An actor's constructor is owned by the GCS, which records no events: its outcome too.
+  Add(std::move(run));
   rpc::TaskEvent outcome = EventOf(spec, error ? rpc::FAILED : rpc::FINISHED, end_ns);
   if (error) *outcome.mutable_error() = *error;
   Add(std::move(outcome), /*soon=*/true);

@@ -1,10 +1,10 @@
 // The task events this process records, for the state API and the timeline: as an
 // owner, a task submitted (PENDING_NODE_ASSIGNMENT), pushed to a worker
 // (SUBMITTED_TO_WORKER) and finished or failed with its error; as an executor, the run
-// (RUNNING, with its worker and when it ended) and its outcome. Sent to the GCS in
+// (RUNNING, with its worker and when it ended). Sent to the GCS in
 // batches: an owner's `flush_interval` after the first event of a batch, an executor's
-// as soon as its loop gets to it after a run (a worker is killed when its job ends,
-// maybe right after its last task), and everything when the process disconnects.
+// kExecutorFlushDelay after a run (soon: a worker is killed when its job ends, maybe
+// right after its last task), and everything when the process disconnects.
 // Bounded: past
 // `max_buffered` events new ones are dropped and counted, and a batch the GCS did not
 // take is counted the same way (the GCS reports the total). Thread-safe.
@@ -38,7 +38,8 @@ class TaskEventBuffer {
   // An event of `spec`'s current attempt, stamped now.
   void RecordSpec(const rpc::TaskSpec& spec, rpc::TaskState state, const rpc::ErrorInfo* error = nullptr);
   // The executor's record of one run: RUNNING from `start_ns` to `end_ns` on this
-  // worker, then FINISHED or (with `error`) FAILED.
+  // worker; for an actor's constructor (whose owner, the GCS, records nothing) also
+  // FINISHED or (with `error`) FAILED. The owner reports other tasks' outcomes.
   void RecordRun(const rpc::TaskSpec& spec, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error);
   // Where this process runs, for its executor events.
   void SetExecutor(const std::string& node_id, const std::string& worker_id, int32_t pid);
@@ -47,11 +48,12 @@ class TaskEventBuffer {
   bool enabled() const { return options_.enabled; }
 
   static int64_t NowNs();
+  static constexpr std::chrono::milliseconds kExecutorFlushDelay{50};
 
  private:
   rpc::TaskEvent EventOf(const rpc::TaskSpec& spec, rpc::TaskState state, int64_t time_ns) const;
-  // `soon`: flush once the loop gets to it, else `flush_interval` from now (unless a
-  // flush is due already).
+  // `soon`: flush kExecutorFlushDelay from now, else `flush_interval` from now (unless
+  // a flush is due already).
   void Add(rpc::TaskEvent event, bool soon = false);
 
   RpcClient<rpc::GcsService>* gcs_;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <string>
@@ -38,6 +39,11 @@ class TaskEventStore {
 
  private:
   using Key = std::pair<std::string, int32_t>;  // task ID, attempt
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string>()(k.first) ^ (static_cast<size_t>(k.second) * 0x9e3779b97f4a7c15ull);
+    }
+  };
   struct Entry {
     rpc::TaskInfo info;
     std::list<Key>::iterator order;  // in order_, oldest first
@@ -46,7 +52,7 @@ class TaskEventStore {
   void Evict();
 
   size_t max_tasks_, max_transfers_;
-  std::map<Key, Entry> tasks_;
+  std::unordered_map<Key, Entry, KeyHash> tasks_;
   std::list<Key> order_;
   std::deque<rpc::ObjectTransferEvent> transfers_;
   int64_t finished_total_ = 0, failed_total_ = 0, dropped_ = 0;
