@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "common/unix_time.h"
+
 namespace orb {
 
 TaskEventBuffer::Options TaskEventBuffer::OptionsFromEnv() {
@@ -21,11 +23,6 @@ TaskEventBuffer::Options TaskEventBuffer::OptionsFromEnv() {
 
 TaskEventBuffer::TaskEventBuffer(RpcClient<rpc::GcsService>* gcs, EventLoop* loop, Options options)
     : gcs_(gcs), loop_(loop), options_(options) {}
-
-int64_t TaskEventBuffer::NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 void TaskEventBuffer::SetExecutor(const std::string& node_id, const std::string& worker_id, int32_t pid) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -74,7 +71,7 @@ void TaskEventBuffer::Add(rpc::TaskEvent event, bool soon) {
 
 void TaskEventBuffer::RecordSpec(const rpc::TaskSpec& spec, rpc::TaskState state, const rpc::ErrorInfo* error) {
   if (!options_.enabled) return;
-  rpc::TaskEvent e = EventOf(spec, state, NowNs());
+  rpc::TaskEvent e = EventOf(spec, state, UnixNanos());
   if (state == rpc::PENDING_NODE_ASSIGNMENT) e.mutable_required_resources()->insert(spec.resources().begin(), spec.resources().end());
   if (error) *e.mutable_error() = *error;
   Add(std::move(e));

@@ -47,7 +47,6 @@ class TaskEventBuffer {
   void Flush(bool wait = false, std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
   bool enabled() const { return options_.enabled; }
 
-  static int64_t NowNs();
   static constexpr std::chrono::milliseconds kExecutorFlushDelay{50};
 
  private:

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/unix_time.h"
 #include "core/exception_names.h"
 #include "orb/internal/function_registry.h"
 
@@ -169,15 +170,11 @@ std::vector<rpc::TaskResult> TaskReceiver::BatchResults::Copy(int from, int to) 
 }
 
 rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* batch) {
-  auto now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-  int64_t start_ns = now_ns();
+  int64_t start_ns = UnixNanos();
   rpc::TaskResult result = ExecuteOne(spec, batch);
   if (hooks_.on_task_ran) {
     const rpc::ObjectValue& value = result.value();
-    hooks_.on_task_ran(spec, start_ns, now_ns(), value.has_error() ? &value.error() : nullptr);
+    hooks_.on_task_ran(spec, start_ns, UnixNanos(), value.has_error() ? &value.error() : nullptr);
   }
   return result;
 }

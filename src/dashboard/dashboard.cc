@@ -12,6 +12,7 @@
 #include "common/rpc.h"
 #include "common/state_client.h"
 #include "common/state_rows.h"
+#include "common/unix_time.h"
 #include "dashboard/dashboard_assets.h"
 #include "raylet_service.grpc.pb.h"
 
@@ -87,9 +88,7 @@ class Api {
     auto nodes = Query("nodes", {}, 0);
     if (!nodes.ok()) return Error(503, std::string(nodes.status().message()));
     nlohmann::json out = {{"nodes", nodes->rows},
-                          {"time_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count()}};
+                          {"time_ms", UnixMillis()}};
     for (const char* state : {"PENDING_NODE_ASSIGNMENT", "SUBMITTED_TO_WORKER", "RUNNING", "FINISHED", "FAILED"}) {
       auto tasks = Query("tasks", {std::string("state=") + state}, 1);
       out["tasks"][state] = tasks.ok() ? tasks->total : 0;

@@ -5,16 +5,12 @@
 #include <algorithm>
 
 #include "common/id.h"
+#include "common/unix_time.h"
 
 namespace orb::gcs {
 namespace {
 
 constexpr char kActorTable[] = "actor";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string Short(const std::string& actor_id) { return ActorID::FromBinary(actor_id).Hex().substr(0, 12); }
 // The IDs of an actor's log lines, as fields (see common/logging.h).
@@ -142,7 +138,7 @@ void ActorManager::HandleRegisterActor(const rpc::RegisterActorRequest& req, rpc
   actor.set_state(rpc::ActorInfo::PENDING_CREATION);
   actor.set_version(0);
   actor.set_num_restarts(0);
-  actor.set_start_time_ms(NowMs());
+  actor.set_start_time_ms(UnixMillis());
   actor.clear_address();
   actor.clear_death_reason();
   if (auto s = store_->Put(kActorTable, actor.actor_id(), actor.SerializeAsString()); !s.ok()) return send(ToGrpc(s));
@@ -312,7 +308,7 @@ absl::Status ActorManager::MarkDead(rpc::ActorInfo& actor, const std::string& re
   actor.set_state(rpc::ActorInfo::DEAD);
   actor.set_death_reason(reason);
   actor.set_death_error(type);
-  actor.set_end_time_ms(NowMs());
+  actor.set_end_time_ms(UnixMillis());
   if (!actor.name().empty()) {
     auto it = named_.find(NameKey(actor.namespace_(), actor.name()));
     if (it != named_.end() && it->second == actor.actor_id()) named_.erase(it);

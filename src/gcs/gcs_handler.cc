@@ -6,6 +6,7 @@
 
 #include "common/metrics.h"
 #include "common/resources.h"
+#include "common/unix_time.h"
 
 namespace orb::gcs {
 namespace {
@@ -14,11 +15,6 @@ constexpr char kNodeTable[] = "node";
 constexpr char kJobTable[] = "job";
 constexpr char kMetaTable[] = "meta";
 constexpr char kKvTable[] = "kv";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // KV keys are "<namespace>\0<key>", so namespaces never see each other's keys.
 std::string KvKey(const std::string& ns, const std::string& key) { return ns + '\0' + key; }
@@ -141,7 +137,7 @@ void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::Re
   }
   rpc::NodeInfo node = req.node();
   node.set_state(rpc::NodeInfo::ALIVE);
-  if (node.start_time_ms() == 0) node.set_start_time_ms(NowMs());
+  if (node.start_time_ms() == 0) node.set_start_time_ms(UnixMillis());
   if (auto s = SaveNode(node); !s.ok()) return send(Internal(s));
   if (existing == nodes_.end()) {
     spdlog::info("node {} registered at {}:{} [node_id={}]", id.Hex(), node.ip(), node.raylet_port(), id.Hex());
@@ -155,7 +151,7 @@ void GcsHandler::HandleRegisterNode(const rpc::RegisterNodeRequest& req, rpc::Re
 
 void GcsHandler::MarkNodeDead(rpc::NodeInfo& node, const std::string& reason) {
   node.set_state(rpc::NodeInfo::DEAD);
-  node.set_end_time_ms(NowMs());
+  node.set_end_time_ms(UnixMillis());
   node.set_death_reason(reason);
   node.mutable_resources_available()->clear();
   node.clear_pending_demand();
@@ -233,7 +229,7 @@ void GcsHandler::SyncNodeFromGossip(uint32_t index) {
     }
     *node.mutable_resources_total() = payload.resources_total();
     *node.mutable_labels() = payload.labels();
-    node.set_start_time_ms(NowMs());
+    node.set_start_time_ms(UnixMillis());
     if (auto s = SaveNode(node); !s.ok()) spdlog::error("cannot persist node learned by gossip: {}", s.ToString());
     spdlog::info("node {} at {} learned by gossip", id.Hex(), payload.address());
     it = nodes_.emplace(id, std::move(node)).first;
@@ -315,7 +311,7 @@ void GcsHandler::HandleAddJob(const rpc::AddJobRequest& req, rpc::AddJobReply* r
                req.job().driver_pid(), id.Hex());
   rpc::JobInfo job = req.job();
   job.set_job_id(id.Binary());
-  job.set_start_time_ms(NowMs());
+  job.set_start_time_ms(UnixMillis());
   job.set_is_dead(false);
   if (auto s = store_->Put(kJobTable, id.Binary(), job.SerializeAsString()); !s.ok()) return send(Internal(s));
   jobs_[id] = job;
@@ -332,7 +328,7 @@ void GcsHandler::HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, r
   auto it = jobs_.find(JobID::FromBinary(req.job_id()));
   if (it == jobs_.end()) return send(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown job"));
   it->second.set_is_dead(true);
-  it->second.set_end_time_ms(NowMs());
+  it->second.set_end_time_ms(UnixMillis());
   if (auto s = store_->Put(kJobTable, req.job_id(), it->second.SerializeAsString()); !s.ok()) {
     return send(Internal(s));
   }

@@ -10,6 +10,7 @@
 
 #include "common/process.h"
 #include "common/runtime_env_spec.h"
+#include "common/unix_time.h"
 
 namespace orb {
 
@@ -26,12 +27,6 @@ std::string JoinPath(const std::vector<std::string>& parts) {
   }
   return out;
 }
-
-int64_t UnixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& kind) {

@@ -6,16 +6,9 @@
 #include <cstring>
 
 #include "common/metrics.h"
+#include "common/unix_time.h"
 
 namespace orb {
-namespace {
-
-int64_t UnixNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 ObjectPuller::ObjectPuller(LocalObjectStore* store, ShmArena* arena, EventLoop* loop, ObjectPullerOptions options)
     : store_(store),
