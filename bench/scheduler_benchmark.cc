@@ -1,5 +1,7 @@
 // orb_scheduler_benchmark: scheduling decisions per second over views of 1,000 and
-// 10,000 simulated nodes, for each policy. One JSON line per (policy, nodes).
+// 10,000 simulated nodes, for each policy. One JSON line per (policy, nodes), with the
+// target (100,000 decisions/s at 10,000 nodes). The local node is full, so hybrid
+// decisions spill (the costly case) rather than pack locally.
 #include <chrono>
 #include <iostream>
 #include <random>
@@ -22,6 +24,7 @@ int main() {
       n.labels = {{"zone", "z" + std::to_string(i % 8)}};
       nodes.push_back(std::move(n));
     }
+    nodes[0].available = ResourceSet::FromMap({{"memory", 32e9}});  // the local node is full
     ClusterView view(nodes[0].id, nodes);
     struct Case {
       const char* name;
@@ -39,14 +42,15 @@ int main() {
     for (auto& c : cases) {
       c.request.resources = ResourceSet::FromMap({{"CPU", 4}});
       Scheduler scheduler;
-      int decisions = size >= 10000 ? 2000 : 20000;
+      int decisions = 50000;
       size_t placed = 0;
       auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < decisions; ++i) placed += scheduler.Schedule(c.request, view).node != nullptr;
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::cout << "{\"metric\": \"scheduling_decisions_per_second\", \"policy\": \"" << c.name
                 << "\", \"nodes\": " << size << ", \"value\": " << decisions / seconds
-                << ", \"placed\": " << placed << "}" << std::endl;
+                << ", \"placed\": " << placed << (size >= 10000 ? ", \"target\": 100000" : "") << "}"
+                << std::endl;
     }
   }
   return 0;

@@ -94,7 +94,7 @@ void LeaseGranter::UpdateClusterView(std::vector<NodeView> remote_nodes) {
     auto reply = SpillTo(*decision.node);
     view_.Reserve(decision.node->id, it->resources);
     auto callback = std::move(it->callback);
-    it = queue_.erase(it);
+    it = EraseQueued(it);
     callback(std::move(reply));
   }
 }
@@ -108,7 +108,7 @@ const ClusterView& LeaseGranter::CurrentView() {
   // Requests already queued here will take their share: count them as used, or a burst
   // of requests would all see an idle node and all stay here.
   local.available = draining_ ? ResourceSet() : available_;
-  for (const auto& p : queue_) local.available.Subtract(p.resources);
+  local.available.Subtract(queued_resources_);
   local.labels = options_.labels;
   view_.Upsert(std::move(local));
   return view_;
@@ -188,6 +188,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
     }
   }
   EnsureJobInfo(pending.job);
+  queued_resources_.Add(pending.resources);
   queue_.push_back(std::move(pending));
   Dispatch();
 }
@@ -229,7 +230,7 @@ void LeaseGranter::DecideInfeasible(uint64_t seq, const std::vector<NodeType>& t
       reply = SpillTo(*decision.node);  // a node that fits joined during the grace period
     }
     auto callback = std::move(it->callback);
-    queue_.erase(it);
+    EraseQueued(it);
     callback(std::move(reply));
     return;
   }
@@ -278,11 +279,26 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   pending.callback(std::move(reply));
 }
 
+std::deque<LeaseGranter::PendingLease>::iterator LeaseGranter::EraseQueued(std::deque<PendingLease>::iterator it) {
+  queued_resources_.Subtract(it->resources);
+  return queue_.erase(it);
+}
+
 void LeaseGranter::Dispatch() {
   std::unordered_map<std::string, int> waiting_for_worker;  // by job and environment
+  // Shapes found not to fit in this pass: resources only shrink during it, so requests
+  // of the same shape further back are skipped with one comparison.
+  std::vector<ResourceSet> no_room;
   for (auto it = queue_.begin(); it != queue_.end();) {
     PendingLease& pending = *it;
-    if (!available_.Contains(pending.resources) || !LocallyFeasible(pending.scheduling)) {
+    bool known_no_room = std::any_of(no_room.begin(), no_room.end(),
+                                     [&](const ResourceSet& shape) { return shape == pending.resources; });
+    if (known_no_room || !available_.Contains(pending.resources)) {
+      if (!known_no_room && no_room.size() < 8) no_room.push_back(pending.resources);
+      ++it;
+      continue;
+    }
+    if (!LocallyFeasible(pending.scheduling)) {
       ++it;
       continue;
     }
@@ -294,7 +310,7 @@ void LeaseGranter::Dispatch() {
     }
     if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.worker_kind)) {
       Grant(pending, worker);
-      it = queue_.erase(it);
+      it = EraseQueued(it);
       continue;
     }
     int wanted = ++waiting_for_worker[pending.job.Binary() + pending.worker_kind.Key()];
@@ -311,7 +327,7 @@ void LeaseGranter::Dispatch() {
                                                     : std::string("cannot start a worker: ")) +
                                            std::string(s.message()));
         auto callback = std::move(pending.callback);
-        it = queue_.erase(it);
+        it = EraseQueued(it);
         callback(std::move(reply));
         continue;
       }
@@ -430,7 +446,7 @@ void LeaseGranter::OnJobFinished(const JobID& job) {
     reply.mutable_error()->set_type(rpc::WORKER_CRASHED);
     reply.mutable_error()->set_message("job " + job.Hex() + " has finished");
     auto callback = std::move(it->callback);
-    it = queue_.erase(it);
+    it = EraseQueued(it);
     callback(std::move(reply));
   }
   if (reclaimed > 0) {
@@ -461,7 +477,7 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     rpc::RequestWorkerLeaseReply reply;
     reply.set_rejected(true);
     auto callback = std::move(it->callback);
-    it = queue_.erase(it);
+    it = EraseQueued(it);
     callback(std::move(reply));
   }
   for (auto it = leases_.begin(); it != leases_.end();) {

@@ -136,6 +136,8 @@ class LeaseGranter {
   // Whether this node could ever run `request` (resources in total, labels, affinity).
   bool LocallyFeasible(const SchedulingRequest& request) const;
   const ClusterView& CurrentView();
+  // Removes a request from the queue (and its resources from queued_resources_).
+  std::deque<PendingLease>::iterator EraseQueued(std::deque<PendingLease>::iterator it);
   rpc::RequestWorkerLeaseReply SpillTo(const NodeView& node);
   rpc::RequestWorkerLeaseReply Infeasible(const ResourceSet& shape, const std::string& why);
   // What a lease holds now: its resources, less the CPU it lent back while blocked.
@@ -155,6 +157,7 @@ class LeaseGranter {
   bool draining_ = false;
   LeaseStats stats_;
   std::deque<PendingLease> queue_;
+  ResourceSet queued_resources_;  // the sum of the queued requests' resources
   std::unordered_map<LeaseID, Lease> leases_;
   std::unordered_map<WorkerID, LeaseID> lease_of_worker_;
   // Leases that ended because their worker died, newest last (at most kRecentDeaths).

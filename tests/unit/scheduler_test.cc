@@ -130,3 +130,87 @@ TEST_CASE("locality prefers the node holding the arguments", "[scheduling]") {
   r.argument_bytes[local.id] = 100;
   CHECK(scheduler.Schedule(r, view).node->id == holder.id);
 }
+
+TEST_CASE("hard affinity to a node that can never hold the request is infeasible, naming why", "[scheduling]") {
+  Scheduler scheduler;
+  NodeView a = MakeNode(4, 4);
+  NodeView small = MakeNode(1, 1);
+  ClusterView view(a.id, {a, small});
+  SchedulingRequest hard = Cpu(2);
+  hard.strategy = SchedulingStrategy::kNodeAffinity;
+  hard.affinity_node = small.id;
+  auto d = scheduler.Schedule(hard, view);
+  CHECK(d.kind == SchedulingDecision::Kind::kInfeasible);
+  CHECK_THAT(d.reason, Catch::Contains("does not have"));
+}
+
+// A decision at 10,000 nodes ranks a sample, not the cluster: these check it still
+// finds what a scan would.
+TEST_CASE("at 10,000 nodes the one node with room is found, wherever it is", "[scheduling]") {
+  std::vector<NodeView> nodes;
+  for (int i = 0; i < 10000; ++i) nodes.push_back(MakeNode(4, 0, {{"zone", "z" + std::to_string(i % 10)}}));
+  nodes[7777].available = ResourceSet::FromMap({{"CPU", 4}});
+  ClusterView view(nodes[0].id, nodes);
+  Scheduler scheduler;
+  for (auto strategy : {SchedulingStrategy::kDefault, SchedulingStrategy::kSpread}) {
+    SchedulingRequest r = Cpu(2);
+    r.strategy = strategy;
+    for (int i = 0; i < 20; ++i) CHECK(scheduler.Schedule(r, view).node->id == nodes[7777].id);
+  }
+  // Waiting (nothing has room) queues at the local node when it could run the request.
+  auto wait = scheduler.Schedule(Cpu(5), view);
+  CHECK(wait.kind == SchedulingDecision::Kind::kInfeasible);
+  SchedulingRequest r = Cpu(3);
+  r.hard_labels = *LabelSelector::Parse("zone = z3");
+  auto queued = scheduler.Schedule(r, view);  // z3 nodes are full; 7777 is z7
+  CHECK(queued.kind == SchedulingDecision::Kind::kWait);
+  CHECK(queued.node->labels.at("zone") == "z3");
+}
+
+TEST_CASE("at 10,000 nodes hybrid still packs locally and honours locality; spread covers the cluster",
+          "[scheduling]") {
+  std::vector<NodeView> nodes;
+  for (int i = 0; i < 10000; ++i) nodes.push_back(MakeNode(8, 8));
+  ClusterView view(nodes[4242].id, nodes);
+  Scheduler scheduler;
+  CHECK(scheduler.Schedule(Cpu(1), view).node->id == nodes[4242].id);
+  SchedulingRequest r = Cpu(1);
+  r.argument_bytes[nodes[9001].id] = 1 << 20;
+  CHECK(scheduler.Schedule(r, view).node->id == nodes[9001].id);
+  SchedulingRequest spread = Cpu(1);
+  spread.strategy = SchedulingStrategy::kSpread;
+  std::set<NodeID> used;
+  for (int i = 0; i < 1000; ++i) used.insert(scheduler.Schedule(spread, view).node->id);
+  CHECK(used.size() == 1000);
+}
+
+TEST_CASE("a label selector's matches follow label changes", "[scheduling]") {
+  std::vector<NodeView> nodes;
+  for (int i = 0; i < 200; ++i) nodes.push_back(MakeNode(4, 4, {{"zone", "a"}}));
+  ClusterView view(nodes[0].id, nodes);
+  Scheduler scheduler;
+  SchedulingRequest r = Cpu(1);
+  r.hard_labels = *LabelSelector::Parse("zone = b");
+  CHECK(scheduler.Schedule(r, view).kind == SchedulingDecision::Kind::kInfeasible);
+  NodeView moved = nodes[150];
+  moved.labels["zone"] = "b";
+  view.Upsert(moved);
+  for (int i = 0; i < 5; ++i) CHECK(scheduler.Schedule(r, view).node->id == moved.id);
+}
+
+TEST_CASE("a node whose capacity keeps changing does not grow the view's shapes", "[scheduling]") {
+  NodeView local = MakeNode(4, 4);
+  ClusterView view(local.id, {local, MakeNode(4, 4)});
+  for (int i = 0; i < 1000; ++i) {
+    NodeView changed = local;
+    changed.total = ResourceSet::FromMap({{"CPU", 4}, {"bundle_" + std::to_string(i), 1}});
+    view.Upsert(changed);
+  }
+  CHECK(view.shapes().size() <= 2 * view.nodes().size() + 17);
+  SchedulingRequest r;
+  r.resources = ResourceSet::FromMap({{"bundle_999", 1}});
+  Scheduler scheduler;
+  CHECK(scheduler.Schedule(r, view).node->id == local.id);
+  r.resources = ResourceSet::FromMap({{"bundle_5", 1}});
+  CHECK(scheduler.Schedule(r, view).kind == SchedulingDecision::Kind::kInfeasible);
+}

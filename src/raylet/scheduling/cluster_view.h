@@ -1,8 +1,15 @@
 // What the scheduler knows about the cluster: every node's total and available
 // resources, labels and liveness, and which node is local. A read-only snapshot for
 // policies; the raylet refreshes it from the cluster state it receives.
+//
+// Indexes that keep a decision from touching every node: nodes are grouped by their
+// total resources (a cluster has few distinct node shapes), so whether a request can
+// ever run is one check per shape; and `labels_epoch` changes whenever the set of nodes
+// or any node's labels change, so a scheduler can keep the nodes matching a label
+// selector until then.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -43,10 +50,22 @@ class ClusterView {
   // the node's own report see them as taken.
   void Reserve(const NodeID& id, const ResourceSet& resources);
 
+  // The distinct totals of the nodes, and which of them node `index` has.
+  const std::vector<ResourceSet>& shapes() const { return shapes_; }
+  uint32_t shape_of(size_t index) const { return shape_of_[index]; }
+  // Unique across all views of the process; changes when a node joins or its labels change.
+  uint64_t labels_epoch() const { return labels_epoch_; }
+
  private:
+  uint32_t ShapeIndex(const ResourceSet& total);
+  void CompactShapes();
+
   NodeID local_;
   std::vector<NodeView> nodes_;
   std::unordered_map<NodeID, size_t> index_;
+  std::vector<ResourceSet> shapes_;
+  std::vector<uint32_t> shape_of_;
+  uint64_t labels_epoch_ = 0;
 };
 
 }  // namespace orb
