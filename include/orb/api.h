@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "orb/actor.h"
+#include "orb/buffer.h"
 #include "orb/collective.h"
 #include "orb/config.h"
 #include "orb/cross_language.h"
@@ -83,7 +84,7 @@ std::vector<std::shared_ptr<T>> Get(const std::vector<ObjectRef<T>>& refs, int64
   internal::BorrowScope scope;  // ObjectRefs inside the values are registered before they go
   std::vector<std::shared_ptr<T>> values;
   values.reserve(buffers.size());
-  for (const auto& b : buffers) values.push_back(std::make_shared<T>(internal::Deserialize<T>(b->data(), b->size(), "object")));
+  for (const auto& b : buffers) values.push_back(internal::ValueOf<T>(b));
   return values;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "orb/buffer.h"
 #include "orb/internal/runtime.h"
 #include "orb/serialization.h"
 
@@ -21,6 +22,21 @@ struct AdoptRef {};
 }  // namespace internal
 
 namespace internal {
+
+// The value Get returns for the bytes in `buffer`: deserialized into a new T, or, for an
+// orb::Buffer holding a byte string, a view of the bytes where they are (zero-copy).
+template <class T>
+std::shared_ptr<T> ValueOf(const std::shared_ptr<ValueBuffer>& buffer) {
+  return std::make_shared<T>(Deserialize<T>(buffer->data(), buffer->size(), "object"));
+}
+template <>
+inline std::shared_ptr<Buffer> ValueOf<Buffer>(const std::shared_ptr<ValueBuffer>& buffer) {
+  std::ptrdiff_t payload = ByteStringPayload(buffer->data(), buffer->size());
+  if (payload < 0) return std::make_shared<Buffer>(Deserialize<Buffer>(buffer->data(), buffer->size(), "object"));
+  return std::make_shared<Buffer>(std::shared_ptr<const void>(buffer),
+                                  reinterpret_cast<const uint8_t*>(buffer->data()) + payload,
+                                  buffer->size() - static_cast<size_t>(payload));
+}
 
 // What every ObjectRef<T> shares: the reference itself, counted in the owner while
 // this copy lives.
@@ -87,7 +103,7 @@ class ObjectRef : public internal::ObjectRefBase {
   std::shared_ptr<T> Get(int64_t timeout_ms = -1) const {
     auto buffers = internal::Get({data()}, timeout_ms);
     internal::BorrowScope scope;  // ObjectRefs inside the value are registered before it goes
-    return std::make_shared<T>(internal::Deserialize<T>(buffers[0]->data(), buffers[0]->size(), "object"));
+    return internal::ValueOf<T>(buffers[0]);
   }
 };
 
