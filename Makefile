@@ -10,7 +10,7 @@ DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
   clang libclang-rt-dev \
   libcpp-httplib-dev libssl-dev kubectl prometheus chromium python3-kubernetes curl \
   python3-dev pybind11-dev python3-pybind11 python3-cloudpickle python3-msgpack python3-pytest python3-numpy \
-  python3-torch python3-venv python3-pip python3-setuptools
+  python3-torch python3-venv python3-pip python3-setuptools python3-distributed
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -51,7 +51,11 @@ bench: build
 	$(BUILD_DIR)/bin/orb_actor_benchmark
 	$(BUILD_DIR)/bin/orb_object_benchmark
 	$(BUILD_DIR)/bin/orb_collective_benchmark
+	$(BUILD_DIR)/bin/orb_scheduler_benchmark
+	$(BUILD_DIR)/bin/orb_transfer_benchmark
+	$(BUILD_DIR)/bin/orb_queue_benchmark
 	PYTHONPATH=$(BUILD_DIR)/python ORB_BIN_DIR=$(BUILD_DIR)/bin /usr/bin/python3 -m orb.microbenchmark --no-cpp
+	PYTHONPATH=$(BUILD_DIR)/python ORB_BIN_DIR=$(BUILD_DIR)/bin /usr/bin/python3 bench/dask_compare.py
 
 install: build
 	cmake --install $(BUILD_DIR)

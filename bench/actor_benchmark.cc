@@ -8,6 +8,8 @@
 // placement_group_create/removal (a one-bundle group created, waited for and removed).
 #include <orb/api.h>
 
+#include "bench_report.h"
+
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -35,15 +37,7 @@ int CallMany(orb::ActorHandle<Echo> actor, int n) {
 }
 ORB_REMOTE(CallMany);
 
-using Clock = std::chrono::steady_clock;
-
-void Measure(const std::string& metric, const std::string& unit, double ops, const std::function<void()>& body) {
-  auto start = Clock::now();
-  body();
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::cout << "{\"metric\": \"" << metric << "\", \"value\": " << ops / seconds << ", \"unit\": \"" << unit
-            << "\", \"seconds\": " << seconds << "}" << std::endl;
-}
+using bench::Measure;
 
 void CallAll(const std::vector<orb::ActorHandle<Echo>>& actors, int calls) {
   std::vector<orb::ObjectRef<int>> refs;
@@ -55,6 +49,7 @@ void CallAll(const std::vector<orb::ActorHandle<Echo>>& actors, int calls) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--exit-at-once") == 0) return 0;  // for ProcessSpawnsPerSecond
   bool quick = false;
   for (int i = 1; i < argc; ++i) quick = quick || std::strcmp(argv[i], "--quick") == 0;
   int scale = quick ? 10 : 1;
@@ -63,10 +58,15 @@ int main(int argc, char** argv) {
   auto actor = orb::Actor(Echo::Create).Remote();
   orb::Get(actor.Task(&Echo::Call).Remote(0));  // created and reachable
 
+  double round_trips = bench::UnixSocketRoundTripsPerSecond();
+  bench::Report("unix_socket_round_trips", round_trips, "round trips/s", 0);
   int n = 5000 / scale;
-  Measure("1_1_actor_calls_sync", "calls/s", n, [&] {
-    for (int i = 0; i < n; ++i) orb::Get(actor.Task(&Echo::Call).Remote(i));
-  });
+  Measure(
+      "1_1_actor_calls_sync", "calls/s", n,
+      [&] {
+        for (int i = 0; i < n; ++i) orb::Get(actor.Task(&Echo::Call).Remote(i));
+      },
+      {8000, round_trips, "unix_socket_round_trips"});
   n = 50000 / scale;
   Measure("1_1_actor_calls_async", "calls/s", n, [&] { CallAll({actor}, n); });
 
@@ -92,21 +92,30 @@ int main(int argc, char** argv) {
   for (auto& a : many) a.Kill();
   concurrent.Kill();
   actor.Kill();
+  // A process linked with liborb, started and waited for: what a worker start costs at least.
+  double spawns = bench::ProcessSpawnsPerSecond("/proc/self/exe", {"--exit-at-once"});
+  bench::Report("process_spawns", spawns, "processes/s", 0);
   int count = 100 / (quick ? 5 : 1);
-  Measure("actors_per_second", "actors/s", count, [&] {
-    std::vector<orb::ActorHandle<Echo>> created;
-    for (int i = 0; i < count; ++i) created.push_back(orb::Actor(Echo::Create).Remote());
-    CallAll(created, count);
-    for (auto& a : created) a.Kill();
-  });
+  Measure(
+      "actors_per_second", "actors/s", count,
+      [&] {
+        std::vector<orb::ActorHandle<Echo>> created;
+        for (int i = 0; i < count; ++i) created.push_back(orb::Actor(Echo::Create).Remote());
+        CallAll(created, count);
+        for (auto& a : created) a.Kill();
+      },
+      {200, spawns, "process_spawns"});
   count = 1000 / scale;
-  Measure("placement_group_create/removal", "groups/s", count, [&] {
-    for (int i = 0; i < count; ++i) {
-      auto pg = orb::CreatePlacementGroup({"bench", {{{"CPU", 0.01}}}, orb::PlacementStrategy::PACK});
-      if (!pg.Wait(60)) std::cerr << "placement group not created in 60 s" << std::endl;
-      orb::RemovePlacementGroup(pg.GetID());
-    }
-  });
+  Measure(
+      "placement_group_create/removal", "groups/s", count,
+      [&] {
+        for (int i = 0; i < count; ++i) {
+          auto pg = orb::CreatePlacementGroup({"bench", {{{"CPU", 0.01}}}, orb::PlacementStrategy::PACK});
+          if (!pg.Wait(60)) std::cerr << "placement group not created in 60 s" << std::endl;
+          orb::RemovePlacementGroup(pg.GetID());
+        }
+      },
+      {2000, 0, ""});
   orb::Shutdown();
   return 0;
 }

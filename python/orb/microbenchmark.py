@@ -47,6 +47,12 @@ class Timer:
         self.warmup_s, self.windows, self.window_s = warmup_s, windows, window_s
 
     def measure(self, metric, unit, fn, multiplier=1):
+        mean, sd, total = self.rate(fn, multiplier)
+        report(metric, mean, unit, total, sd=sd)
+
+    def rate(self, fn, multiplier=1):
+        """The mean rate of `fn` (times `multiplier`) over the windows, its deviation,
+        and the seconds the windows took."""
         start = time.perf_counter()
         count = 0
         while time.perf_counter() - start < self.warmup_s:
@@ -64,7 +70,7 @@ class Timer:
             seconds = time.perf_counter() - start
             total += seconds
             rates.append(multiplier * count / seconds)
-        report(metric, float(np.mean(rates)), unit, total, sd=float(np.std(rates)))
+        return float(np.mean(rates)), float(np.std(rates)), total
 
 
 @orb.remote
