@@ -71,6 +71,29 @@ pid_t PidFromFile(const std::string& path) {
   return pid;
 }
 
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("PPid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(5)));
+  }
+  return 0;
+}
+
+// The session of the cluster this driver started (its GCS is our child); else the
+// latest session (a cluster started with `orb start`).
+std::string SessionDir() {
+  const char* temp = std::getenv("ORB_TEMP_DIR");
+  std::string base = temp && *temp ? temp : "/tmp/orb-" + std::to_string(::getuid());
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    if (entry.path().filename().string().rfind("session_2", 0) != 0) continue;
+    pid_t gcs = PidFromFile((entry.path() / "gcs.pid").string());
+    if (gcs > 0 && ParentOf(gcs) == ::getpid()) return entry.path().string();
+  }
+  return base + "/session_latest";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,8 +187,7 @@ int main(int argc, char** argv) {
   });
 
   // Memory: daemons of the local session, before and after 100,000 tasks whose refs are dropped.
-  const char* temp = std::getenv("ORB_TEMP_DIR");
-  std::string session = std::string(temp && *temp ? temp : "/tmp/orb-" + std::to_string(::getuid())) + "/session_latest";
+  std::string session = SessionDir();
   pid_t gcs = PidFromFile(session + "/gcs.pid");
   pid_t raylet = PidFromFile(session + "/raylet.pid");
   auto run_tasks = [](int count) {
