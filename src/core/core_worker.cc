@@ -394,18 +394,20 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
                                          const internal::TaskOptionsData& options) {
   rpc::TaskSpec spec = BuildSpec(function_name, std::move(args), options, /*default_cpu=*/true);
   ObjectID return_id = ObjectID::FromBinary(spec.return_id());
+  // One spec, shared by the queue and (when the task may run again) the lineage.
+  auto shared = std::make_shared<const rpc::TaskSpec>(std::move(spec));
   std::shared_ptr<const rpc::TaskSpec> lineage;
   std::string not_reconstructable;
-  if (spec.max_retries() == 0) {
-    not_reconstructable = "task '" + spec.function_name() + "' has max_retries=0, so it does not run again";
-  } else if (spec.inlined_refs_size() > 0) {
-    not_reconstructable = "task '" + spec.function_name() +
+  if (shared->max_retries() == 0) {
+    not_reconstructable = "task '" + shared->function_name() + "' has max_retries=0, so it does not run again";
+  } else if (shared->inlined_refs_size() > 0) {
+    not_reconstructable = "task '" + shared->function_name() +
                           "' took ObjectRefs inside argument values, and such lineage is not kept";
   } else {
-    lineage = std::make_shared<const rpc::TaskSpec>(spec);
+    lineage = shared;
   }
   objects_->AddPending(return_id, std::move(lineage), std::move(not_reconstructable));
-  submitter_->Submit(std::move(spec));
+  submitter_->Submit(std::move(shared));
   return internal::RefData{return_id.Binary(), OwnerString()};
 }
 

@@ -48,13 +48,14 @@ TaskSubmitter::TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rp
       raylet_(std::shared_ptr<void>(), raylet),  // aliasing, owning nothing
       raylets_(raylets), workers_(workers), options_(std::move(options)) {}
 
-void TaskSubmitter::Submit(rpc::TaskSpec spec) {
+void TaskSubmitter::Submit(std::shared_ptr<const rpc::TaskSpec> spec) {
   // Arguments stay alive until the task is done with them.
-  for (const auto& arg : spec.args()) {
-    if (arg.has_ref()) objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
-  }
   bool has_refs = false;
-  for (const auto& arg : spec.args()) has_refs = has_refs || arg.has_ref();
+  for (const auto& arg : spec->args()) {
+    if (!arg.has_ref()) continue;
+    objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
+    has_refs = true;
+  }
   if (!has_refs) {
     // Fast path, on the caller's thread: no dependencies to wait for, so a task can go
     // straight to a leased worker without a hop through the loop.
@@ -68,31 +69,34 @@ void TaskSubmitter::Submit(rpc::TaskSpec spec) {
   });
 }
 
-void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
-  auto shared = std::make_shared<rpc::TaskSpec>(std::move(spec));
+void TaskSubmitter::ResolveDependencies(std::shared_ptr<const rpc::TaskSpec> spec) {
   auto remaining = std::make_shared<int>(1);  // one for this function, released at the end
-  auto done = [this, shared, remaining] {
+  auto done = [this, spec, remaining] {
     if (--*remaining > 0) return;
-    // Every owned argument is ready: inline small values, fail on errors.
-    for (auto& arg : *shared->mutable_args()) {
+    // Every owned argument is ready: inline small values, fail on errors. The spec is
+    // copied only when an argument is inlined (the shared one stays as the lineage).
+    std::shared_ptr<rpc::TaskSpec> inlined;
+    for (int i = 0; i < spec->args_size(); ++i) {
+      const rpc::TaskArg& arg = spec->args(i);
       if (!arg.has_ref()) continue;
-      ObjectValuePtr value = objects_->GetIfReady(ObjectID::FromBinary(arg.ref().object_id()));
+      ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
+      ObjectValuePtr value = objects_->GetIfReady(id);
       if (!value) continue;  // borrowed: the worker asks its owner
       if (value->has_error()) {
-        return Fail(*shared, value->error().type(), value->error().message());
+        return Fail(*spec, value->error().type(), value->error().message());
       }
-      ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
       // A value that holds ObjectRefs stays a reference: the object keeps them alive
       // until the worker has borrowed them.
       if (value->kind_case() == rpc::ObjectValue::kInlineValue &&
           value->inline_value().size() <= options_.max_inline_arg_bytes && !objects_->HoldsRefs(id)) {
-        arg.set_value(value->inline_value());
+        if (!inlined) inlined = std::make_shared<rpc::TaskSpec>(*spec);
+        inlined->mutable_args(i)->set_value(value->inline_value());
         objects_->RemoveTaskRef(id);
       }
     }
-    Enqueue(std::move(*shared));
+    Enqueue(inlined ? std::shared_ptr<const rpc::TaskSpec>(std::move(inlined)) : spec);
   };
-  for (const auto& arg : shared->args()) {
+  for (const auto& arg : spec->args()) {
     if (!arg.has_ref()) continue;
     ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
     ++*remaining;
@@ -107,15 +111,15 @@ void TaskSubmitter::ResolveDependencies(rpc::TaskSpec spec) {
   done();
 }
 
-void TaskSubmitter::Enqueue(rpc::TaskSpec spec) {
-  std::map<std::string, double> resources(spec.resources().begin(), spec.resources().end());
-  std::string key = ShapeKey(resources, spec.scheduling(), spec.runtime_env(), spec.language());
+void TaskSubmitter::Enqueue(std::shared_ptr<const rpc::TaskSpec> spec) {
+  std::map<std::string, double> resources(spec->resources().begin(), spec->resources().end());
+  std::string key = ShapeKey(resources, spec->scheduling(), spec->runtime_env(), spec->language());
   ShapeQueue& queue = queues_[key];
   queue.resources = resources;
-  queue.scheduling = spec.scheduling();
-  queue.runtime_env = spec.runtime_env();
-  queue.language = spec.language();
-  if (options_.events) options_.events->RecordSpec(spec, rpc::PENDING_NODE_ASSIGNMENT);
+  queue.scheduling = spec->scheduling();
+  queue.runtime_env = spec->runtime_env();
+  queue.language = spec->language();
+  if (options_.events) options_.events->RecordSpec(*spec, rpc::PENDING_NODE_ASSIGNMENT);
   queue.pending.push_back(std::move(spec));
   Pump(key);
 }
@@ -203,7 +207,7 @@ void TaskSubmitter::OnLeaseReply(const std::string& key, std::shared_ptr<RpcClie
     if (queue.lease_requests == 0 && queue.leases.empty()) {
       auto pending = std::move(queue.pending);
       queue.pending.clear();
-      for (const auto& spec : pending) Fail(spec, reply.error().type(), reply.error().message());
+      for (const auto& spec : pending) Fail(*spec, reply.error().type(), reply.error().message());
     }
     return;
   }
@@ -235,9 +239,9 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   for (int i = 0; i < batch_size && !queue.pending.empty(); ++i) {
     // A task that was in a batch whose worker died goes alone, so that if it is the
     // one that kills workers, it alone is charged for it.
-    bool suspect = queue.suspects.count(queue.pending.front().task_id()) > 0;
+    bool suspect = queue.suspects.count(queue.pending.front()->task_id()) > 0;
     if (suspect && !batch.empty()) break;
-    batch.push_back(std::move(queue.pending.front()));
+    batch.push_back(*queue.pending.front());
     queue.pending.pop_front();
     if (options_.events) options_.events->RecordSpec(batch.back(), rpc::SUBMITTED_TO_WORKER);
     *request.add_tasks() = batch.back();
@@ -354,7 +358,7 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
     rpc::TaskSpec& spec = *it;
     if (!alone) {
       queue.suspects.insert(spec.task_id());
-      queue.pending.push_front(std::move(spec));
+      queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else if (spec.attempt() < spec.max_retries()) {
       if (options_.events) {
         rpc::ErrorInfo error;
@@ -363,7 +367,7 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
         options_.events->RecordSpec(spec, rpc::FAILED, &error);
       }
       spec.set_attempt(spec.attempt() + 1);
-      queue.pending.push_front(std::move(spec));
+      queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else {
       queue.suspects.erase(spec.task_id());
       Fail(spec, rpc::WORKER_CRASHED,

@@ -55,8 +55,11 @@ class TaskSubmitter {
   TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
                 RayletClientPool* raylets, WorkerClientPool* workers, TaskSubmitterOptions options);
 
-  // Takes one task. Its return object must already be pending in the ObjectTable.
-  void Submit(rpc::TaskSpec spec);
+  // Takes one task. Its return object must already be pending in the ObjectTable. The
+  // spec is shared, not copied, with whoever else keeps it (the object's lineage) until
+  // the task is pushed: a queued task costs one spec.
+  void Submit(std::shared_ptr<const rpc::TaskSpec> spec);
+  void Submit(rpc::TaskSpec spec) { Submit(std::make_shared<const rpc::TaskSpec>(std::move(spec))); }
   // A result a worker reported before its batch's reply: completes the task if it is
   // one of this submitter's in flight; false otherwise. Thread-safe.
   bool CompleteEarly(rpc::TaskResult result);
@@ -79,15 +82,15 @@ class TaskSubmitter {
     rpc::SchedulingOptions scheduling;
     std::string runtime_env;
     rpc::Language language = rpc::CPP;
-    std::deque<rpc::TaskSpec> pending;
+    std::deque<std::shared_ptr<const rpc::TaskSpec>> pending;
     // Tasks of a batch whose worker died, not charged for it: pushed alone until one runs.
     std::unordered_set<std::string> suspects;
     std::unordered_map<LeaseID, Lease> leases;
     int lease_requests = 0;
   };
 
-  void ResolveDependencies(rpc::TaskSpec spec);
-  void Enqueue(rpc::TaskSpec spec);
+  void ResolveDependencies(std::shared_ptr<const rpc::TaskSpec> spec);
+  void Enqueue(std::shared_ptr<const rpc::TaskSpec> spec);
   void Pump(const std::string& shape_key);
   // Asks `raylet` (the local one unless a request was spilled back) for a lease.
   void RequestLease(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet, bool spilled);
