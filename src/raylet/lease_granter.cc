@@ -179,9 +179,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
         }
         break;
       case SchedulingDecision::Kind::kInfeasible:
-        if (pending.scheduling.strategy == SchedulingStrategy::kNodeAffinity && !pending.scheduling.affinity_soft) {
-          return pending.callback(Infeasible(pending.resources, decision.reason));
-        }
+        if (decision.node_gone) return pending.callback(Infeasible(pending.resources, decision.reason));
         uint64_t seq = pending.seq;
         loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
         break;
@@ -208,7 +206,9 @@ void LeaseGranter::DecideInfeasible(uint64_t seq, const std::vector<NodeType>& t
     rpc::RequestWorkerLeaseReply reply;
     if (decision.kind == SchedulingDecision::Kind::kInfeasible || !decision.node) {
       const SchedulingRequest& request = it->scheduling;
-      const NodeType* type = FindLaunchableType(types, request.resources, [&](const auto& labels) {
+      // A new node cannot serve hard affinity to an existing one.
+      bool pinned = request.strategy == SchedulingStrategy::kNodeAffinity && !request.affinity_soft;
+      const NodeType* type = pinned ? nullptr : FindLaunchableType(types, request.resources, [&](const auto& labels) {
         return request.hard_labels.Matches(labels);
       });
       if (type) {

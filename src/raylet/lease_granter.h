@@ -9,7 +9,8 @@
 // a worker starts or resources free up. A request no node can hold is checked again
 // after `infeasible_grace` (time for the cluster to grow): if a node type the autoscaler
 // may launch could hold it, it keeps waiting (with a warning, as Ray's); otherwise it is
-// answered INFEASIBLE. One that names a node that does not exist is INFEASIBLE at once. A worker blocked in Get gives its lease's CPU back until it unblocks, so
+// answered INFEASIBLE. One that names a node that does not exist (or is dead) is
+// INFEASIBLE at once. A worker blocked in Get gives its lease's CPU back until it unblocks, so
 // tasks that wait on nested tasks cannot starve them of CPU.
 //
 // Runs on the raylet's event loop; not thread-safe.

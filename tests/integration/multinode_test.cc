@@ -97,6 +97,17 @@ TEST_CASE("node affinity runs on the named node; an unknown node is infeasible a
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   CHECK_THROWS_AS(orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{"not-hex"}).Remote(0),
                   orb::Error);
+  // A node that can never hold the task: infeasible (after the grace period), saying why.
+  try {
+    orb::Task(WhereAmI)
+        .SetResource("CPU", 64)
+        .SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_})
+        .Remote(0)
+        .Get(60000);
+    FAIL("a task pinned to a node without the CPUs ran");
+  } catch (const orb::InfeasibleError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("does not have"));
+  }
 }
 
 TEST_CASE("slow tasks spread over both nodes; spread strategy alternates", "[multinode]") {

@@ -142,6 +142,9 @@ TEST_CASE("hard affinity to a node that can never hold the request is infeasible
   auto d = scheduler.Schedule(hard, view);
   CHECK(d.kind == SchedulingDecision::Kind::kInfeasible);
   CHECK_THAT(d.reason, Catch::Contains("does not have"));
+  CHECK_FALSE(d.node_gone);  // it may grow (or this view be stale): the raylet waits a grace period
+  hard.affinity_node = NodeID::FromRandom();
+  CHECK(scheduler.Schedule(hard, view).node_gone);
 }
 
 // A decision at 10,000 nodes ranks a sample, not the cluster: these check it still

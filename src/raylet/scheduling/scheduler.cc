@@ -41,6 +41,7 @@ SchedulingDecision Scheduler::ScheduleHardAffinity(const SchedulingRequest& requ
   }
   if (!why.empty()) {
     decision.kind = SchedulingDecision::Kind::kInfeasible;
+    decision.node_gone = !target || !target->alive;
     decision.reason = "hard node affinity to " + request.affinity_node.Hex() + why;
     return decision;
   }

@@ -37,6 +37,10 @@ struct SchedulingDecision {
   // feasible, else the least used).
   const NodeView* node = nullptr;
   std::string reason;              // for kInfeasible
+  // kInfeasible for hard affinity to a node that is not in the cluster or is dead: no
+  // waiting can help (a node that merely lacks the resources may yet grow, or this
+  // view of it may be stale).
+  bool node_gone = false;
 };
 
 class Scheduler {
