@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -37,12 +38,29 @@ inline void Report(const std::string& metric, double value, const std::string& u
   std::cout << "}" << std::endl;
 }
 
+inline double Seconds(const std::function<void()>& body) {
+  auto start = Clock::now();
+  body();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A process's resident memory in KiB, without the shared object-store arena (RssShmem),
+// which is not the process's own.
+inline long RssKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  long anon = 0, file = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) anon = std::stol(line.substr(8));
+    if (line.rfind("RssFile:", 0) == 0) file = std::stol(line.substr(8));
+  }
+  return anon + file;
+}
+
 // Runs `body` (which performs `ops` operations) and reports ops per second.
 inline void Measure(const std::string& metric, const std::string& unit, double ops, const std::function<void()>& body,
                     const Reference& ref = {}) {
-  auto start = Clock::now();
-  body();
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  double seconds = Seconds(body);
   Report(metric, ops / seconds, unit, seconds, ref);
 }
 

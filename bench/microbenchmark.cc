@@ -41,16 +41,7 @@ using bench::Clock;
 using bench::Measure;
 using bench::Report;
 
-long RssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  long anon = 0, file = 0;
-  while (std::getline(in, line)) {
-    if (line.rfind("RssAnon:", 0) == 0) anon = std::stol(line.substr(8));
-    if (line.rfind("RssFile:", 0) == 0) file = std::stol(line.substr(8));
-  }
-  return anon + file;  // excludes RssShmem: the object store arena is not process overhead
-}
+using bench::RssKiB;
 
 // The largest resident set among this machine's orb workers (found by their flag).
 long MaxWorkerRssKiB() {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_report.h"
+
 namespace {
 
 int Noop(int x) { return x; }
@@ -28,18 +30,8 @@ int TakeRef(int x, orb::ObjectRef<int> ref) { return x + static_cast<int>(ref.ID
 int BorrowRef(int x, std::vector<orb::ObjectRef<int>> refs) { return x + static_cast<int>(refs.size()); }
 ORB_REMOTE(Noop, TakeRef, BorrowRef);
 
-using Clock = std::chrono::steady_clock;
-
-void Report(const std::string& metric, double value, const std::string& unit, double seconds) {
-  std::cout << "{\"metric\": \"" << metric << "\", \"value\": " << value << ", \"unit\": \"" << unit
-            << "\", \"seconds\": " << seconds << "}" << std::endl;
-}
-
-double Seconds(const std::function<void()>& body) {
-  auto start = Clock::now();
-  body();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using bench::Report;
+using bench::Seconds;
 
 // Writes `bytes` to a new file in `dir` as the spiller does (large pwrites, no fsync),
 // then reads it back; seconds for each.

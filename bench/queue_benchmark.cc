@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstring>
-#include <fstream>
 #include <thread>
 #include <string>
 
@@ -45,15 +44,6 @@ class Gate {
 };
 ORB_REMOTE(Gate::Create, &Gate::Wait, &Gate::Open);
 
-long RssKiB() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,7 +57,7 @@ int main(int argc, char** argv) {
   orb::ObjectRef<int> opened = gate.Task(&Gate::Wait).Remote();
   std::vector<orb::ObjectRef<int>> refs;
   refs.reserve(total);
-  long before = RssKiB();
+  long before = bench::RssKiB(::getpid());
   long tenth = std::max(1L, total / 10);
   auto start = bench::Clock::now();
   auto chunk_start = start;
@@ -82,7 +72,7 @@ int main(int argc, char** argv) {
     }
   }
   double submit_seconds = std::chrono::duration<double>(bench::Clock::now() - start).count();
-  long after = RssKiB();
+  long after = bench::RssKiB(::getpid());
   bench::Report("queued_tasks_submitted", total / submit_seconds, "tasks/s", submit_seconds);
   // The refs vector is the program's, not the runtime's: taken out.
   double refs_bytes = static_cast<double>(refs.size() * sizeof(orb::ObjectRef<int>));

@@ -62,38 +62,6 @@ class Buffer {
   size_t size_ = 0;
 };
 
-namespace internal {
-
-// The payload of serialized bytes that hold a single msgpack byte or text string:
-// where it starts, or -1 when `data` is anything else.
-inline std::ptrdiff_t ByteStringPayload(const char* data, size_t size) {
-  if (size == 0) return -1;
-  auto byte = [&](size_t i) { return static_cast<uint64_t>(static_cast<uint8_t>(data[i])); };
-  uint8_t tag = static_cast<uint8_t>(data[0]);
-  size_t header = 0;
-  uint64_t length = 0;
-  if (tag >= 0xa0 && tag <= 0xbf) {  // fixstr
-    header = 1;
-    length = tag & 0x1f;
-  } else if (tag == 0xc4 || tag == 0xd9) {  // bin8, str8
-    header = 2;
-    if (size < header) return -1;
-    length = byte(1);
-  } else if (tag == 0xc5 || tag == 0xda) {  // bin16, str16
-    header = 3;
-    if (size < header) return -1;
-    length = byte(1) << 8 | byte(2);
-  } else if (tag == 0xc6 || tag == 0xdb) {  // bin32, str32
-    header = 5;
-    if (size < header) return -1;
-    length = byte(1) << 24 | byte(2) << 16 | byte(3) << 8 | byte(4);
-  } else {
-    return -1;
-  }
-  return header + length == size ? static_cast<std::ptrdiff_t>(header) : -1;
-}
-
-}  // namespace internal
 }  // namespace orb
 
 namespace msgpack {

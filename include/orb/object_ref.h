@@ -31,11 +31,19 @@ std::shared_ptr<T> ValueOf(const std::shared_ptr<ValueBuffer>& buffer) {
 }
 template <>
 inline std::shared_ptr<Buffer> ValueOf<Buffer>(const std::shared_ptr<ValueBuffer>& buffer) {
-  std::ptrdiff_t payload = ByteStringPayload(buffer->data(), buffer->size());
-  if (payload < 0) return std::make_shared<Buffer>(Deserialize<Buffer>(buffer->data(), buffer->size(), "object"));
-  return std::make_shared<Buffer>(std::shared_ptr<const void>(buffer),
-                                  reinterpret_cast<const uint8_t*>(buffer->data()) + payload,
-                                  buffer->size() - static_cast<size_t>(payload));
+  msgpack::object_handle handle;
+  try {
+    handle = UnpackInPlace(buffer->data(), buffer->size());  // byte strings stay where they are
+  } catch (const std::exception& e) {
+    throw Error(std::string("cannot deserialize object as the requested type: ") + e.what());
+  }
+  const msgpack::object& o = handle.get();
+  if (o.type != msgpack::type::BIN && o.type != msgpack::type::STR) {
+    return std::make_shared<Buffer>(Deserialize<Buffer>(buffer->data(), buffer->size(), "object"));  // throws
+  }
+  const char* bytes = o.type == msgpack::type::BIN ? o.via.bin.ptr : o.via.str.ptr;
+  size_t size = o.type == msgpack::type::BIN ? o.via.bin.size : o.via.str.size;
+  return std::make_shared<Buffer>(std::shared_ptr<const void>(buffer), reinterpret_cast<const uint8_t*>(bytes), size);
 }
 
 // What every ObjectRef<T> shares: the reference itself, counted in the owner while

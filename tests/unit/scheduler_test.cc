@@ -105,15 +105,26 @@ TEST_CASE("node affinity: hard waits for or rejects its node, soft falls back", 
   Scheduler scheduler;
   NodeView a = MakeNode(4, 4);
   NodeView full = MakeNode(4, 0);
-  ClusterView view(a.id, {a, full});
+  NodeView small = MakeNode(1, 1);
+  ClusterView view(a.id, {a, full, small});
   SchedulingRequest hard = Cpu(1);
   hard.strategy = SchedulingStrategy::kNodeAffinity;
   hard.affinity_node = full.id;
   CHECK(scheduler.Schedule(hard, view).kind == SchedulingDecision::Kind::kWait);
+  // A node that can never hold the request: infeasible, naming why, but not gone (it
+  // may grow, or this view be stale: the raylet waits a grace period).
+  SchedulingRequest too_big = hard;
+  too_big.resources = ResourceSet::FromMap({{"CPU", 2}});
+  too_big.affinity_node = small.id;
+  auto cannot = scheduler.Schedule(too_big, view);
+  CHECK(cannot.kind == SchedulingDecision::Kind::kInfeasible);
+  CHECK_THAT(cannot.reason, Catch::Contains("does not have"));
+  CHECK_FALSE(cannot.node_gone);
   hard.affinity_node = NodeID::FromRandom();
   auto missing = scheduler.Schedule(hard, view);
   CHECK(missing.kind == SchedulingDecision::Kind::kInfeasible);
   CHECK_THAT(missing.reason, Catch::Contains("not in the cluster"));
+  CHECK(missing.node_gone);
   SchedulingRequest soft = hard;
   soft.affinity_node = full.id;
   soft.affinity_soft = true;
@@ -129,22 +140,6 @@ TEST_CASE("locality prefers the node holding the arguments", "[scheduling]") {
   r.argument_bytes[holder.id] = 64 << 20;
   r.argument_bytes[local.id] = 100;
   CHECK(scheduler.Schedule(r, view).node->id == holder.id);
-}
-
-TEST_CASE("hard affinity to a node that can never hold the request is infeasible, naming why", "[scheduling]") {
-  Scheduler scheduler;
-  NodeView a = MakeNode(4, 4);
-  NodeView small = MakeNode(1, 1);
-  ClusterView view(a.id, {a, small});
-  SchedulingRequest hard = Cpu(2);
-  hard.strategy = SchedulingStrategy::kNodeAffinity;
-  hard.affinity_node = small.id;
-  auto d = scheduler.Schedule(hard, view);
-  CHECK(d.kind == SchedulingDecision::Kind::kInfeasible);
-  CHECK_THAT(d.reason, Catch::Contains("does not have"));
-  CHECK_FALSE(d.node_gone);  // it may grow (or this view be stale): the raylet waits a grace period
-  hard.affinity_node = NodeID::FromRandom();
-  CHECK(scheduler.Schedule(hard, view).node_gone);
 }
 
 // A decision at 10,000 nodes ranks a sample, not the cluster: these check it still
