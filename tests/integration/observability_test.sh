@@ -55,9 +55,9 @@ list() { "$orb" list "$@" --address "$address"; }
 [[ $(list nodes --format json | jq_py 'len(d)') == 2 ]]
 [[ $(list nodes --filter state=ALIVE --filter 'resources_total!={}' --format json | jq_py 'len(d)') == 2 ]]
 [[ $(list nodes --filter state=DEAD --format json | jq_py 'len(d)') == 0 ]]
-list nodes | grep -q "METRICS_EXPORT_PORT"
+grep -q "METRICS_EXPORT_PORT" <<<"$(list nodes)"
 [[ $(list jobs --filter state=FINISHED --format json | jq_py 'len(d)') == 1 ]]
-list actors --filter state=ALIVE | grep -q "Keeper.*ALIVE.*obs-keeper"
+grep -q "Keeper.*ALIVE.*obs-keeper" <<<"$(list actors --filter state=ALIVE)"
 [[ $(list actors --filter name=obs-keeper --format json | jq_py 'd[0]["state"]') == ALIVE ]]
 [[ $(list actors --filter state=DEAD --format json | jq_py 'len(d)') == 0 ]]
 [[ $(list placement-groups --filter name=obs-group --format json | jq_py 'd[0]["state"]') == REMOVED ]]
@@ -65,7 +65,7 @@ workers=$(list workers --format json)
 [[ $(jq_py 'len([w for w in d if w["state"] == "LEASED"]) >= 1' <<<"$workers") == True ]]
 [[ $(list workers --filter state=STARTING --format json | jq_py 'len(d)') == 0 ]]
 [[ $(list objects --filter state=IN_STORE --format json | jq_py 'sum(o["size_bytes"] for o in d) >= 2 << 20') == True ]]
-list objects --format yaml | grep -q 'state: "IN_STORE"'
+grep -q 'state: "IN_STORE"' <<<"$(list objects --format yaml)"
 
 tasks=$(list tasks --format json)
 [[ $(jq_py 'len([t for t in d if t["name"].endswith("Square") and t["state"] == "FINISHED"])' <<<"$tasks") == 20 ]]
@@ -76,7 +76,7 @@ tasks=$(list tasks --format json)
 far_node=$(list nodes --format json | jq_py '[n["node_id"] for n in d if "far" in n["resources_total"]][0]')
 [[ $(jq_py "[t['node_id'] for t in d if t['name'].endswith('SizeOf')][0]" <<<"$tasks") == "$far_node" ]]
 [[ $(list tasks --limit 3 --format json 2>/dev/null | jq_py 'len(d)') == 3 ]]
-list tasks --limit 3 2>&1 >/dev/null | grep -q "3 of .* shown"
+grep -q "3 of .* shown" <<<"$(list tasks --limit 3 2>&1 >/dev/null)"
 if list tasks --filter colour=red 2>"$out_dir/err"; then echo "a bad filter key must fail"; exit 1; fi
 grep -q "bad filter key 'colour'" "$out_dir/err"
 if list tasks --filter nonsense 2>"$out_dir/err"; then echo "a filter without = must fail"; exit 1; fi
@@ -86,9 +86,9 @@ echo "--- orb summary, orb get"
 summary=$("$orb" summary tasks --address "$address")
 echo "$summary"
 grep -q "Square.* 20 .*FINISHED: 20" <<<"$summary"
-"$orb" summary actors --address "$address" | grep -q "Keeper.*ALIVE: 1"
+grep -q "Keeper.*ALIVE: 1" <<<"$("$orb" summary actors --address "$address")"
 actor_id=$(list actors --filter name=obs-keeper --format json | jq_py 'd[0]["actor_id"]')
-"$orb" get actor "$actor_id" --address "$address" | grep -q 'class_name: "Keeper"'
+grep -q 'class_name: "Keeper"' <<<"$("$orb" get actor "$actor_id" --address "$address")"
 if "$orb" get actor 00ff --address "$address" 2>/dev/null; then echo "an unknown actor must fail"; exit 1; fi
 
 echo "--- orb timeline: a Chrome trace, one complete event per task run"
@@ -100,7 +100,7 @@ ran=$(list tasks --format json | jq_py 'len([t for t in d if t["start_time_ms"] 
   <"$out_dir/trace.json") -ge 1 ]]
 
 echo "--- orb logs: the files, and an actor's log found by its ID"
-"$orb" logs --address "$address" | grep -q "gcs_server.log"
+grep -q "gcs_server.log" <<<"$("$orb" logs --address "$address")"
 [[ $("$orb" logs --actor "$actor_id" --address "$address") == *"keeper served 5"* ]]
 [[ $("$orb" logs --actor "$actor_id" --tail 1 --address "$address") == "keeper served 5" ]]
 if "$orb" logs --actor ffff --address "$address" 2>"$out_dir/err"; then echo "an unknown actor must fail"; exit 1; fi

@@ -45,6 +45,8 @@ contexts:
   context: {cluster: fake, user: tester, namespace: default}
 current-context: fake
 EOF
+# Output is captured before it is matched: `k ... | grep -q` fails under pipefail when grep exits
+# early and kubectl dies of SIGPIPE.
 # A bound on every call, and a cache of our own (discovery is cached per server address).
 k() { timeout 60 "$kubectl_bin" --kubeconfig "$work/kubeconfig" --cache-dir "$work/cache" --request-timeout 30s "$@"; }
 fail() { echo "kubectl_test: $*" >&2; echo "--- server log (tail)" >&2; tail -40 "$work/server.log" >&2; exit 1; }
@@ -52,7 +54,8 @@ fail() { echo "kubectl_test: $*" >&2; echo "--- server log (tail)" >&2; tail -40
 echo "--- version and discovery"
 version=$(k version -o json)
 [[ $(jq -r .serverVersion.gitVersion <<<"$version") == v1.32.0 ]] || fail "unexpected server version: $version"
-k api-resources | grep -qE '^pods +po +v1 +true +Pod' || fail "pods not in api-resources"
+resources=$(k api-resources)
+grep -qE '^pods +po +v1 +true +Pod' <<<"$resources" || fail "pods not in api-resources"
 
 echo "--- namespace, secret, pod"
 k create namespace t
@@ -96,7 +99,8 @@ pgrep -g "$pid" -x sleep >/dev/null || fail "the pod's child process is not in i
 [[ $(k get pods -n t -l app=x -o jsonpath='{.items[*].metadata.name}') == worker ]] || fail "label selector"
 [[ $(k get pods -n t -l 'app in (y,z)' -o jsonpath='{.items[*].metadata.name}') == "" ]] || fail "set selector"
 [[ $(k get pods -n t -o json | jq -r '.items[0].status.phase') == Running ]] || fail "phase"
-k get pods -n t --field-selector status.phase=Running -o name | grep -qx pod/worker || fail "field selector"
+running=$(k get pods -n t --field-selector status.phase=Running -o name)
+grep -qx pod/worker <<<"$running" || fail "field selector"
 table=$(k get pods -n t)
 echo "$table"
 grep -qE '^worker +1/1 +Running +0 ' <<<"$table" || fail "kubectl get pods table: $table"
@@ -174,7 +178,8 @@ echo "$dry"
 k get namespace orb-system >/dev/null 2>&1 && fail "a client dry run created something"
 k apply -f "$work/manifests/"
 [[ $(k get deployment orb-head -n orb-system -o jsonpath='{.spec.replicas}') == 1 ]] || fail "deployment"
-k apply -f "$work/manifests/" | grep -q 'deployment.apps/orb-head unchanged' || fail "re-apply changed the deployment"
+applied=$(k apply -f "$work/manifests/")
+grep -q 'deployment.apps/orb-head unchanged' <<<"$applied" || fail "re-apply changed the deployment"
 k delete -f "$work/manifests/" --wait --timeout=30s
 k get namespace orb-system >/dev/null 2>&1 && fail "namespace orb-system still there"
 
@@ -193,7 +198,8 @@ for bad in unknown type; do
     esac
   done
 done
-k apply --dry-run=server -f "$work/pod.yaml" | grep -q 'pod/worker created (server dry run)' || fail "server dry run"
+dry_run=$(k apply --dry-run=server -f "$work/pod.yaml")
+grep -q 'pod/worker created (server dry run)' <<<"$dry_run" || fail "server dry run"
 # Without strict validation the unknown field is dropped, as a real server does.
 k create --validate=false -f "$work/unknown.yaml"
 k get pod worker -n t -o json | jq -e '.spec | has("bogusField") | not' >/dev/null || fail "unknown field stored"
