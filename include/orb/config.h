@@ -63,7 +63,9 @@ struct Config {
   // above, e.g. {"--num-cpus", "2", "--resources", "{\"resource1\": 1}"}. Known:
   // --num-cpus, --num-gpus, --memory, --resources, --labels, --object-store-memory,
   // --object-spilling-directory, --object-spilling-threshold,
-  // --node-ip-address, --port, --storage-dir; another is an orb::Error from Init.
+  // --node-ip-address, --port, --storage-dir, --worker-cgroups,
+  // --memory-usage-threshold, --memory-monitor-interval-ms, --gpu-mps; another is an
+  // orb::Error from Init.
   std::vector<std::string> head_args;
 };
 

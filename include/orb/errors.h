@@ -22,6 +22,14 @@ class WorkerCrashedError : public Error {
  public:
   using Error::Error;
 };
+// The worker running the task was killed for memory, and no retries were left: by its
+// node's memory monitor (the node was above its threshold; what() names the node, its
+// use, the threshold and the worker's use) or by its cgroup (it used more than the
+// `memory` it asked for). A WorkerCrashedError, so that handlers of crashes catch it too.
+class OutOfMemoryError : public WorkerCrashedError {
+ public:
+  using WorkerCrashedError::WorkerCrashedError;
+};
 // The actor is dead (killed, or crashed past its restarts).
 class ActorDiedError : public Error {
  public:

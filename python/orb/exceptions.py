@@ -14,6 +14,7 @@ from orb._core import (  # noqa: F401 (re-exported)
     ObjectStoreFullError,
     OrbError,
     OutOfDiskError,
+    OutOfMemoryError,
     OwnerDiedError,
     RuntimeEnvError,
     TaskError,
@@ -27,7 +28,7 @@ OrbTaskError = TaskError
 RayActorError = ActorDiedError
 
 __all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "OwnerDiedError",
-           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "RayError",
+           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "RayError",
            "RayTaskError", "OrbTaskError", "RayActorError"]
 
 _dual_classes = {}

@@ -41,7 +41,8 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   py::register_exception<orb::TaskError>(m, "TaskError", error.ptr());
-  py::register_exception<orb::WorkerCrashedError>(m, "WorkerCrashedError", error.ptr());
+  auto& crashed = py::register_exception<orb::WorkerCrashedError>(m, "WorkerCrashedError", error.ptr());
+  py::register_exception<orb::OutOfMemoryError>(m, "OutOfMemoryError", crashed.ptr());
   py::register_exception<orb::ActorDiedError>(m, "ActorDiedError", error.ptr());
   auto& object_lost = py::register_exception<orb::ObjectLostError>(m, "ObjectLostError", error.ptr());
   // After its base: translators are tried last registered first.

@@ -24,7 +24,9 @@ const std::vector<std::string>& TableColumns(const std::string& kind) {
       {"jobs", {"job_id", "state", "driver_ip", "driver_pid", "namespace"}},
       {"actors", {"actor_id", "class_name", "state", "name", "address", "num_restarts", "death_reason"}},
       {"tasks", {"task_id", "name", "state", "type", "node_id", "worker_pid", "duration_ms", "error_type"}},
-      {"workers", {"worker_id", "node_id", "state", "pid", "job_id", "lease_resources"}},
+      {"workers",
+       {"worker_id", "node_id", "state", "pid", "job_id", "lease_resources", "cpu_limit", "memory_limit_bytes",
+        "cpu_seconds", "memory_bytes"}},
       {"placement-groups", {"placement_group_id", "name", "strategy", "state", "bundles"}},
       {"objects", {"object_id", "owner", "state", "size_bytes", "pinned", "spilled", "copies"}},
   };

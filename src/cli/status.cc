@@ -6,10 +6,12 @@
 
 #include "autoscaler/cluster_state.h"
 #include "cli/commands.h"
+#include "common/client_pool.h"
 #include "common/id.h"
 #include "common/rpc.h"
 #include "common/session.h"
 #include "gcs_service.grpc.pb.h"
+#include "raylet_service.grpc.pb.h"
 
 namespace orb::cli {
 namespace {
@@ -67,6 +69,25 @@ void PrintAutoscaler(RpcClient<rpc::GcsService>& gcs) {
   }
 }
 
+// How each live node isolates its workers (cgroups, or why not) and its memory monitor.
+void PrintIsolation(const std::vector<const rpc::NodeInfo*>& nodes, const std::string& token) {
+  ClientPool<rpc::RayletService> raylets(token);
+  CallOptions call;
+  call.timeout = std::chrono::milliseconds(3000);
+  for (const auto* n : nodes) {
+    std::string raylet = n->ip() + ":" + std::to_string(n->raylet_port());
+    auto stats = raylets.Get(raylet)->CallSync<rpc::GetNodeStatsReply>(ORB_RPC(GetNodeStats),
+                                                                        rpc::GetNodeStatsRequest(), call);
+    std::string id = NodeID::FromBinary(n->node_id()).Hex().substr(0, 8);
+    if (!stats.ok()) {
+      std::cout << "  " << id << " did not answer: " << stats.status().message() << "\n";
+      continue;
+    }
+    std::cout << "  " << id << " workers: " << stats->worker_isolation() << "\n"
+              << "  " << id << " memory monitor: " << stats->memory_monitor() << "\n";
+  }
+}
+
 }  // namespace
 
 int Status(const std::string& given_address) {
@@ -107,6 +128,7 @@ int Status(const std::string& given_address) {
   for (const auto* n : alive) {
     std::cout << " " << NodeID::FromBinary(n->node_id()).Hex() << "  " << n->ip() << ":" << n->raylet_port() << "\n";
   }
+  PrintIsolation(alive, FindTokenForAddress(address));
   std::cout << "Dead:\n";
   if (dead.empty()) std::cout << " (none)\n";
   for (const auto* n : dead) {

@@ -4,6 +4,22 @@
 
 namespace orb {
 
+void AddIsolationFlags(CLI::App* app, std::string* worker_cgroups, double* memory_usage_threshold,
+                       int* memory_monitor_interval_ms, std::string* gpu_mps) {
+  app->add_option("--worker-cgroups", *worker_cgroups,
+                  "run each worker in a cgroup limited to its lease's CPU and memory: auto (where possible), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app->add_option("--memory-usage-threshold", *memory_usage_threshold,
+                  "node memory use (a fraction) above which the newest retriable worker is killed (default 0.95; 1: off)")
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--memory-monitor-interval-ms", *memory_monitor_interval_ms,
+                  "how often the memory monitor looks (default 250; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--gpu-mps", *gpu_mps,
+                  "give fractional GPU leases an MPS share: auto (when an MPS daemon runs), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+}
+
 void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--num-cpus", flags->num_cpus, "CPUs this node offers (default: core count)")
       ->check(CLI::NonNegativeNumber);
@@ -31,6 +47,8 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--metrics-export-port", flags->metrics_export_port,
                   "the raylet's Prometheus /metrics port (default: a free one, shown by `orb metrics targets`; 0: none)")
       ->check(CLI::Range(-1, 65535));
+  AddIsolationFlags(app, &flags->worker_cgroups, &flags->memory_usage_threshold, &flags->memory_monitor_interval_ms,
+                    &flags->gpu_mps);
   app->add_option("--port", flags->port, "GCS port for a head (0 picks a free one)")->check(CLI::Range(0, 65535));
   app->add_option("--gcs-metrics-export-port", flags->gcs_metrics_export_port,
                   "a head's GCS Prometheus /metrics port (default: a free one; 0: none)")
@@ -75,6 +93,9 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
     argv.insert(argv.end(), {"--object-spilling-directory", o.object_spilling_directory});
   }
   argv.insert(argv.end(), {"--object-spilling-threshold", std::to_string(o.object_spilling_threshold)});
+  argv.insert(argv.end(), {"--worker-cgroups", o.worker_cgroups, "--memory-usage-threshold",
+                           std::to_string(o.memory_usage_threshold), "--memory-monitor-interval-ms",
+                           std::to_string(o.memory_monitor_interval_ms), "--gpu-mps", o.gpu_mps});
   return argv;
 }
 

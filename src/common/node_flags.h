@@ -34,6 +34,10 @@ struct NodeFlags {
   int infeasible_grace_ms = 3000;  // how long work no node can run waits before INFEASIBLE
   long long max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request daemons accept
   int metrics_export_port = -1;  // the raylet's Prometheus /metrics: < 0 a free port, 0 none
+  std::string worker_cgroups = "auto";  // workers in cgroups with their leases' limits: auto, on, off
+  double memory_usage_threshold = 0.95;  // the memory monitor kills a worker above this (1: off)
+  int memory_monitor_interval_ms = 250;  // how often it looks (0: off)
+  std::string gpu_mps = "auto";          // MPS shares for fractional GPU leases: auto, on, off
   // --- the head (GCS) ---
   int port = 6379;          // 0 picks a free one
   std::string storage_dir;  // empty: <session>/storage
@@ -44,9 +48,15 @@ struct NodeFlags {
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
 // --object-store-memory, --object-spilling-directory, --object-spilling-threshold,
-// --node-ip-address, --infeasible-grace-ms, --metrics-export-port, --port,
+// --node-ip-address, --infeasible-grace-ms, --metrics-export-port, --worker-cgroups,
+// --memory-usage-threshold, --memory-monitor-interval-ms, --gpu-mps, --port,
 // --storage-dir, --gcs-metrics-export-port and --dashboard-port on `app`.
 void AddNodeFlags(CLI::App* app, NodeFlags* flags);
+
+// Declares --worker-cgroups, --memory-usage-threshold, --memory-monitor-interval-ms and
+// --gpu-mps (the raylet's own command line has them too).
+void AddIsolationFlags(CLI::App* app, std::string* worker_cgroups, double* memory_usage_threshold,
+                       int* memory_monitor_interval_ms, std::string* gpu_mps);
 
 // Applies `args` (e.g. {"--num-cpus", "2", "--resources", "{\"a\": 1}"}) to `flags`.
 // InvalidArgument naming the flag for an unknown flag or a bad value.

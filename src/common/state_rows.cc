@@ -46,7 +46,7 @@ const std::vector<std::string>& StateColumns(const std::string& kind) {
        {"placement_group_id", "name", "strategy", "state", "job_id", "bundles", "pending_reason"}},
       {"workers",
        {"worker_id", "node_id", "state", "pid", "job_id", "is_driver", "language", "lease_resources", "port",
-        "start_time_ms", "log_file"}},
+        "start_time_ms", "log_file", "cpu_limit", "memory_limit_bytes", "cpu_seconds", "memory_bytes"}},
       {"objects",
        {"object_id", "owner", "state", "size_bytes", "pinned", "spilled", "reconstructable", "copies", "references",
         "error"}},
@@ -163,6 +163,11 @@ nlohmann::json WorkerRow(const rpc::WorkerInfo& worker, const std::string& node_
       {"port", worker.port()},
       {"start_time_ms", worker.start_time_ms()},
       {"log_file", worker.log_file()},
+      // Its cgroup's limits (0: none) and what it uses, when workers run in cgroups.
+      {"cpu_limit", worker.cpu_limit()},
+      {"memory_limit_bytes", worker.memory_limit_bytes()},
+      {"cpu_seconds", worker.cpu_seconds()},
+      {"memory_bytes", worker.memory_bytes()},
   };
 }
 

@@ -11,6 +11,8 @@ namespace orb {
   switch (error.type()) {
     case rpc::WORKER_CRASHED:
       throw WorkerCrashedError(m);
+    case rpc::OUT_OF_MEMORY:
+      throw OutOfMemoryError(m);
     case rpc::ACTOR_DIED:
       throw ActorDiedError(m);
     case rpc::OBJECT_LOST:

@@ -99,6 +99,16 @@ int TaskReceiver::RunInOrder(const Batch& batch, BatchResults* results) {
 void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
   // An actor's calls run under its creation's lease: they leave the setting alone.
   if (request.tasks_size() > 0 && !request.tasks(0).actor_id().empty()) return;
+  // The rest of the lease's GPU environment (an MPS share); what the last lease set and
+  // this one does not, goes.
+  for (const std::string& name : gpu_env_set_) {
+    if (!request.gpu_env().count(name)) ::unsetenv(name.c_str());
+  }
+  gpu_env_set_.clear();
+  for (const auto& [name, value] : request.gpu_env()) {
+    ::setenv(name.c_str(), value.c_str(), 1);
+    gpu_env_set_.push_back(name);
+  }
   if (request.gpu_ids_size() == 0) {
     if (set_visible_gpus_) ::unsetenv("CUDA_VISIBLE_DEVICES");
     set_visible_gpus_ = false;

@@ -122,6 +122,7 @@ class TaskReceiver {
   std::unique_ptr<ThreadPool> actor_pool_;  // for max_concurrency > 1
   std::atomic<bool> exit_requested_{false};
   bool set_visible_gpus_ = false;
+  std::vector<std::string> gpu_env_set_;  // the names SetVisibleGpus set from gpu_env
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;  // guarded by mu_

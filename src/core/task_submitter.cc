@@ -157,6 +157,8 @@ void TaskSubmitter::RequestLease(const std::string& key, std::shared_ptr<RpcClie
   *request.mutable_scheduling() = queue.scheduling;
   request.set_runtime_env(queue.runtime_env);
   request.set_language(queue.language);
+  // The memory monitor kills a retriable task's worker first.
+  request.set_retriable(!queue.pending.empty() && queue.pending.front()->max_retries() != 0);
   for (const auto& [k, v] : queue.resources) (*request.mutable_resources())[k] = v;
   CallOptions call;
   call.timeout = std::chrono::hours(24);  // a lease may wait long for resources
@@ -218,6 +220,7 @@ void TaskSubmitter::OnLeaseReply(const std::string& key, std::shared_ptr<RpcClie
   lease.raylet = raylet;
   lease.address = reply.worker_address();
   lease.gpu_ids.assign(reply.gpu_ids().begin(), reply.gpu_ids().end());
+  lease.gpu_env = std::move(*reply.mutable_gpu_env());
   // A worker on this node is reached over its Unix socket: cheaper than loopback TCP.
   bool same_node = lease.address.node_id() == options_.self_address.node_id();
   lease.client = workers_->Get(same_node && !lease.address.unix_socket().empty()
@@ -235,6 +238,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   rpc::PushTasksRequest request;
   request.set_intended_worker_id(lease.address.worker_id());
   for (int32_t gpu : lease.gpu_ids) request.add_gpu_ids(gpu);
+  *request.mutable_gpu_env() = lease.gpu_env;
   std::vector<rpc::TaskSpec> batch;
   for (int i = 0; i < batch_size && !queue.pending.empty(); ++i) {
     // A task that was in a batch whose worker died goes alone, so that if it is the
@@ -338,16 +342,20 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
   raylet->Call<rpc::ReturnWorkerReply>(
       ORB_RPC(ReturnWorker), request,
       [this, key, fallback, batch = std::move(batch)](const absl::Status& s, rpc::ReturnWorkerReply&& reply) mutable {
-        std::string cause = s.ok() && !reply.worker_exit().empty() ? reply.worker_exit() : fallback;
-        loop_->Post([this, key, cause, batch = std::move(batch)]() mutable {
+        bool known = s.ok() && !reply.worker_exit().empty();
+        std::string cause = known ? reply.worker_exit() : fallback;
+        rpc::ErrorType type = known && reply.worker_exit_type() == rpc::OUT_OF_MEMORY ? rpc::OUT_OF_MEMORY
+                                                                                      : rpc::WORKER_CRASHED;
+        loop_->Post([this, key, cause, type, batch = std::move(batch)]() mutable {
           Locked lock(mu_);
-          OnWorkerLost(key, std::move(batch), cause);
+          OnWorkerLost(key, std::move(batch), cause, type);
         });
       },
       CallOptions::Retried());
 }
 
-void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSpec> batch, const std::string& cause) {
+void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSpec> batch, const std::string& cause,
+                                 rpc::ErrorType type) {
   ShapeQueue& queue = queues_[key];
   // Alone in its batch, the task was the one running: it is charged a retry. With
   // others, which one was running is not known: none is charged, and each goes again
@@ -362,7 +370,7 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
     } else if (spec.attempt() < spec.max_retries()) {
       if (options_.events) {
         rpc::ErrorInfo error;
-        error.set_type(rpc::WORKER_CRASHED);
+        error.set_type(type);
         error.set_message("the worker running it died (" + cause + "); retried");
         options_.events->RecordSpec(spec, rpc::FAILED, &error);
       }
@@ -370,7 +378,7 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
       queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else {
       queue.suspects.erase(spec.task_id());
-      Fail(spec, rpc::WORKER_CRASHED,
+      Fail(spec, type,
            "the worker running task '" + spec.function_name() + "' died (" + cause + "); " +
                std::to_string(spec.max_retries()) + " retries used");
     }

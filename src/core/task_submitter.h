@@ -74,6 +74,7 @@ class TaskSubmitter {
     rpc::Address address;
     std::shared_ptr<RpcClient<rpc::CoreWorkerService>> client;
     std::vector<int32_t> gpu_ids;  // CUDA_VISIBLE_DEVICES for its tasks
+    google::protobuf::Map<std::string, std::string> gpu_env;  // and the rest of their GPU environment
     int batches_in_flight = 0;
     uint64_t idle_epoch = 0;  // bumped whenever work is pushed; stale idle timers do nothing
   };
@@ -103,8 +104,9 @@ class TaskSubmitter {
   void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
                    const absl::Status& status);
   // The worker running `batch` (the tasks without results) ended for `cause`: retries or
-  // fails them.
-  void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause);
+  // fails them (as OUT_OF_MEMORY when `type` says it was killed for memory).
+  void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause,
+                    rpc::ErrorType type = rpc::WORKER_CRASHED);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
   void ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
                    bool worker_failed);

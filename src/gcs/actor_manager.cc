@@ -177,6 +177,7 @@ void ActorManager::RequestLease(const std::string& actor_id, uint64_t attempt, c
   request.set_runtime_env(spec.runtime_env());
   request.set_language(spec.language());
   request.set_grant_or_reject(spilled);
+  request.set_retriable(actors_[actor_id].max_restarts() != 0);
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a lease may queue until resources free up
   raylets_.Get(raylet)->Call<rpc::RequestWorkerLeaseReply>(
@@ -221,6 +222,7 @@ void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, c
   actor->set_lease_id(reply.lease_id());
   *actor->mutable_address() = reply.worker_address();
   *actor->mutable_gpu_ids() = reply.gpu_ids();
+  *actor->mutable_gpu_env() = reply.gpu_env();
   PushCreation(actor_id, attempt);
 }
 
@@ -232,6 +234,7 @@ void ActorManager::PushCreation(const std::string& actor_id, uint64_t attempt) {
   spec->mutable_actor_creation()->set_restarted(actor.num_restarts() > 0);
   request.set_intended_worker_id(actor.address().worker_id());
   *request.mutable_gpu_ids() = actor.gpu_ids();
+  *request.mutable_gpu_env() = actor.gpu_env();
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a constructor may take long
   const rpc::Address& a = actor.address();
@@ -284,6 +287,7 @@ void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
   actor.clear_raylet_address();
   actor.clear_address();
   actor.clear_gpu_ids();
+  actor.clear_gpu_env();
 }
 
 absl::Status ActorManager::OnFailure(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type,

@@ -13,25 +13,13 @@ LeaseGranter::LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch
     : total_(total), available_(total), pool_(pool), fetch_job_(std::move(fetch_job)),
       fetch_node_types_(std::move(fetch_node_types)), loop_(loop),
       options_(std::move(options)), scheduler_(options_.hybrid, options_.node_id.Hash()),
-      gpu_users_(static_cast<size_t>(std::max(0.0, total.Get("GPU"))), 0) {}
+      gpus_(static_cast<size_t>(std::max(0.0, total.Get("GPU")))) {}
 
-std::vector<int> LeaseGranter::AssignGpus(double amount) {
-  std::vector<int> chosen;
-  if (amount <= 0 || gpu_users_.empty()) return chosen;
-  size_t wanted = std::min(gpu_users_.size(), static_cast<size_t>(std::max(1.0, std::ceil(amount - 1e-9))));
-  std::vector<int> order(gpu_users_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return gpu_users_[a] < gpu_users_[b]; });
-  for (size_t i = 0; i < wanted; ++i) {
-    chosen.push_back(order[i]);
-    ++gpu_users_[order[i]];
-  }
-  std::sort(chosen.begin(), chosen.end());
-  return chosen;
-}
-
-void LeaseGranter::ReleaseGpus(const Lease& lease) {
-  for (int id : lease.gpus) --gpu_users_[id];
+std::vector<LeaseSummary> LeaseGranter::Leases() const {
+  std::vector<LeaseSummary> out;
+  out.reserve(leases_.size());
+  for (const auto& [id, lease] : leases_) out.push_back({lease.worker, lease.resources, lease.granted_at, lease.retriable});
+  return out;
 }
 
 namespace {
@@ -47,6 +35,9 @@ rpc::RequestWorkerLeaseReply Rejection(rpc::ErrorType type, const std::string& m
 absl::StatusOr<SchedulingRequest> ToSchedulingRequest(const rpc::RequestWorkerLeaseRequest& request) {
   std::map<std::string, double> amounts(request.resources().begin(), request.resources().end());
   if (auto s = ResourceSet::Validate(amounts); !s.ok()) return s;
+  if (auto gpu = amounts.find("GPU"); gpu != amounts.end()) {
+    if (std::string why = CheckGpuRequest(gpu->second); !why.empty()) return absl::InvalidArgumentError(why);
+  }
   SchedulingRequest out;
   out.resources = ResourceSet::FromMap(amounts);
   const auto& options = request.scheduling();
@@ -161,6 +152,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
                        std::move(callback), WorkerID::FromBinary(request.requester_worker_id()), *scheduling};
   pending.spilled_here = request.grant_or_reject();
   pending.worker_kind = WorkerKind{request.runtime_env(), request.language()};
+  pending.retriable = request.retriable();
   if (request.grant_or_reject()) {
     // Sent here by another raylet: serve it here, or send it back to be scheduled again.
     if (!LocallyFeasible(pending.scheduling)) return pending.callback(Rejection(rpc::ERROR_NONE, "node changed"));
@@ -261,15 +253,21 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   LeaseID id = LeaseID::FromRandom();
   ++stats_.granted;
   available_.Subtract(pending.resources);
-  leases_[id] = Lease{worker->id, pending.resources, pending.requester, false,
-                      AssignGpus(pending.resources.Get("GPU"))};
+  double gpus = pending.resources.Get("GPU");
+  Lease& lease = leases_[id];
+  lease = Lease{worker->id, pending.resources, pending.requester, false,
+                gpus_.Allocate(gpus).value_or(GpuGrant{}), std::chrono::steady_clock::now(), pending.retriable};
   worker->held_by_gcs = pending.requester.IsNil();
   lease_of_worker_[worker->id] = id;
   spdlog::debug("lease {} granted: worker {} with {}", id.Hex().substr(0, 8), worker->id.Hex().substr(0, 8),
                 pending.resources.ToString());
   rpc::RequestWorkerLeaseReply reply;
   reply.set_lease_id(id.Binary());
-  for (int gpu : leases_[id].gpus) reply.add_gpu_ids(gpu);
+  for (int gpu : lease.gpus.ids) reply.add_gpu_ids(gpu);
+  for (auto& [name, value] : GpuEnv(gpus, pending.resources.Get("GPU_memory"), lease.gpus.ids.size(), options_.gpu_mps)) {
+    (*reply.mutable_gpu_env())[name] = std::move(value);
+  }
+  if (on_grant_) on_grant_(*worker, pending.resources);
   auto* address = reply.mutable_worker_address();
   address->set_ip(options_.node_ip);
   address->set_port(worker->port);
@@ -298,7 +296,8 @@ void LeaseGranter::Dispatch() {
       ++it;
       continue;
     }
-    if (!LocallyFeasible(pending.scheduling)) {
+    // The sum of the GPUs may hold it while no single GPU has the fraction free.
+    if (!LocallyFeasible(pending.scheduling) || !gpus_.Fits(pending.resources.Get("GPU"))) {
       ++it;
       continue;
     }
@@ -359,7 +358,7 @@ void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
   leases_.erase(it);
   lease_of_worker_.erase(lease.worker);
   available_.Add(HeldBy(lease));
-  ReleaseGpus(lease);
+  gpus_.Release(lease.gpus);
   if (worker_failed) {
     pool_->Kill(lease.worker);
   } else {
@@ -430,7 +429,7 @@ void LeaseGranter::OnJobFinished(const JobID& job) {
       continue;
     }
     available_.Add(HeldBy(it->second));
-    ReleaseGpus(it->second);
+    gpus_.Release(it->second.gpus);
     lease_of_worker_.erase(it->second.worker);
     pool_->Kill(it->second.worker);
     it = leases_.erase(it);
@@ -462,7 +461,7 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     auto it = leases_.find(lid->second);
     if (it != leases_.end()) {
       available_.Add(HeldBy(it->second));
-      ReleaseGpus(it->second);
+      gpus_.Release(it->second.gpus);
       leases_.erase(it);
     }
     ended_by_death_.emplace_back(lid->second, worker.id);
@@ -488,7 +487,7 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     spdlog::info("reclaiming lease {} of dead worker {} [worker_id={} job_id={}]", it->first.Hex().substr(0, 8),
                  worker.id.Hex(), worker.id.Hex(), worker.job.Hex());
     available_.Add(HeldBy(it->second));
-    ReleaseGpus(it->second);
+    gpus_.Release(it->second.gpus);
     lease_of_worker_.erase(it->second.worker);
     pool_->Kill(it->second.worker);
     it = leases_.erase(it);

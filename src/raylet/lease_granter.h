@@ -27,6 +27,7 @@
 #include "common/node_types.h"
 #include "common/resources.h"
 #include "gcs_service.pb.h"
+#include "raylet/gpu_allocator.h"
 #include "raylet/scheduling/scheduler.h"
 #include "raylet/worker_pool.h"
 #include "raylet_service.pb.h"
@@ -40,9 +41,19 @@ struct LeaseGranterOptions {
   NodeID node_id;
   std::map<std::string, std::string> labels;
   HybridPolicyOptions hybrid;
+  // GPUs are shared through MPS: a fractional lease's worker gets its share (GpuEnv).
+  bool gpu_mps = false;
 };
 
 // What the granter did since the raylet started, for /metrics.
+// A lease as the memory monitor and `orb list workers` see it.
+struct LeaseSummary {
+  WorkerID worker;
+  ResourceSet resources;
+  std::chrono::steady_clock::time_point granted_at;
+  bool retriable = false;  // its requester may retry what runs on it
+};
+
 struct LeaseStats {
   uint64_t requests = 0;    // lease requests received
   uint64_t granted = 0;     // leases granted here
@@ -80,6 +91,12 @@ class LeaseGranter {
   void UpdateClusterView(std::vector<NodeView> remote_nodes);
 
   const ResourceSet& total() const { return total_; }
+  // Called with each lease granted, before its requester hears of it (the raylet sets
+  // the worker's cgroup limits from the lease's resources).
+  void OnGrant(std::function<void(const WorkerProcess&, const ResourceSet&)> callback) {
+    on_grant_ = std::move(callback);
+  }
+  std::vector<LeaseSummary> Leases() const;
 
   // Placement group bundles (BundleManager): take resources out of what leases can use,
   // give them back, or change the node's capacity (the group's own resources).
@@ -117,18 +134,17 @@ class LeaseGranter {
     bool spilled_here = false;  // sent by another raylet: stays here
     WorkerKind worker_kind;     // its worker's environment and language
     bool warned_waiting = false;  // logged that it waits for the autoscaler
+    bool retriable = false;
   };
   struct Lease {
     WorkerID worker;
     ResourceSet resources;
     WorkerID requester;  // the driver or worker that holds the lease
     bool blocked = false;
-    std::vector<int> gpus;  // GPU indices on this node
+    GpuGrant gpus;  // GPU indices on this node, and how much of each
+    std::chrono::steady_clock::time_point granted_at;
+    bool retriable = false;
   };
-  // GPU indices for a lease of `amount` GPUs: whole GPUs each to one lease where they
-  // can be; a fraction shares the least used GPU.
-  std::vector<int> AssignGpus(double amount);
-  void ReleaseGpus(const Lease& lease);
   void EnsureJobInfo(const JobID& job);
   void Grant(PendingLease& pending, WorkerProcess* worker);
   void RejectInfeasible(uint64_t seq);
@@ -146,7 +162,8 @@ class LeaseGranter {
 
   ResourceSet total_;
   ResourceSet available_;
-  std::vector<int> gpu_users_;  // leases per GPU index
+  GpuAllocator gpus_;
+  std::function<void(const WorkerProcess&, const ResourceSet&)> on_grant_;
   WorkerPool* pool_;
   JobFetcher fetch_job_;
   NodeTypeFetcher fetch_node_types_;

@@ -23,31 +23,48 @@ uint64_t ReadNumber(const std::string& path) {
   }
 }
 
-uint64_t MemAvailable() {
+// A field of /proc/meminfo, in bytes.
+uint64_t MemInfo(const std::string& field) {
   std::ifstream in("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   std::string unit;
   while (in >> key >> kib) {
     std::getline(in, unit);
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == field + ":") return kib * 1024;
   }
   return 0;
 }
 
+uint64_t MemAvailable() { return MemInfo("MemAvailable"); }
+
+// The node's cgroup memory limit and usage; a zero limit when there is none.
+MemoryUse CgroupMemory() {
+  MemoryUse use{ReadNumber("/sys/fs/cgroup/memory.current"), ReadNumber("/sys/fs/cgroup/memory.max")};
+  if (use.total == 0) {
+    use.total = ReadNumber("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    use.used = ReadNumber("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+    if (use.total >= (uint64_t{1} << 60)) use.total = 0;  // v1 says "no limit" with a huge number
+  }
+  return use;
+}
+
 // What a cgroup limit leaves: limit - usage; 0 when there is no limit.
 uint64_t CgroupHeadroom() {
-  uint64_t limit = ReadNumber("/sys/fs/cgroup/memory.max");
-  uint64_t usage = ReadNumber("/sys/fs/cgroup/memory.current");
-  if (limit == 0) {
-    limit = ReadNumber("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    usage = ReadNumber("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-    if (limit >= (uint64_t{1} << 60)) limit = 0;  // v1 says "no limit" with a huge number
-  }
-  return limit == 0 ? 0 : (limit > usage ? limit - usage : 1);
+  MemoryUse cgroup = CgroupMemory();
+  return cgroup.total == 0 ? 0 : (cgroup.total > cgroup.used ? cgroup.total - cgroup.used : 1);
 }
 
 }  // namespace
+
+MemoryUse ReadMemoryUse() {
+  MemoryUse machine;
+  machine.total = MemInfo("MemTotal");
+  uint64_t available = MemAvailable();
+  machine.used = machine.total > available ? machine.total - available : 0;
+  MemoryUse cgroup = CgroupMemory();
+  return cgroup.total > 0 && cgroup.fraction() > machine.fraction() ? cgroup : machine;
+}
 
 NodeMemory ReadNodeMemory(const std::string& shm_dir) {
   NodeMemory memory;

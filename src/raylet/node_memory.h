@@ -13,6 +13,15 @@ struct NodeMemory {
   uint64_t shm_free = 0;   // free bytes in the file system of the object store
 };
 
+// How much of the node's memory is in use: of the machine (MemTotal - MemAvailable), or
+// of the node's cgroup limit where that is the tighter bound.
+struct MemoryUse {
+  uint64_t used = 0;
+  uint64_t total = 0;
+  double fraction() const { return total == 0 ? 0 : static_cast<double>(used) / static_cast<double>(total); }
+};
+MemoryUse ReadMemoryUse();
+
 // Reads /proc/meminfo, the cgroup (v2 or v1) limit and usage, and `shm_dir`.
 NodeMemory ReadNodeMemory(const std::string& shm_dir = "/dev/shm");
 

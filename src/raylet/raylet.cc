@@ -119,7 +119,9 @@ absl::Status Raylet::Start() {
   server_ = std::move(*server);
   port_ = server->port;
 
+  if (auto s = SetUpIsolation(); !s.ok()) return s;
   WorkerPoolOptions pool;
+  pool.cgroups = cgroups_.get();
   pool.node_id_hex = node_id_.Hex();
   pool.raylet_address = options_.node_ip + ":" + std::to_string(port_);
   pool.node_ip = options_.node_ip;
@@ -139,6 +141,7 @@ absl::Status Raylet::Start() {
   granter.node_id = node_id_;
   granter.node_port = port_;
   granter.labels = options_.labels;
+  granter.gpu_mps = UseMps();
   auto fetch_job = [this](const JobID& job, std::function<void(absl::StatusOr<rpc::JobInfo>)> done) {
     rpc::GetJobRequest request;
     request.set_job_id(job.Binary());
@@ -166,6 +169,9 @@ absl::Status Raylet::Start() {
   };
   lease_granter_ = std::make_unique<LeaseGranter>(options_.resources, worker_pool_.get(), fetch_job, &loop_, granter,
                                                   fetch_node_types);
+
+  lease_granter_->OnGrant([this](const WorkerProcess& w, const ResourceSet& r) { LimitWorker(w, r); });
+  StartMemoryMonitor();
 
   bundles_ = std::make_unique<BundleManager>(lease_granter_.get(), &loop_, std::chrono::seconds(10));
 
@@ -418,7 +424,8 @@ void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
   report.set_job_id(worker.job.Binary());
   report.set_is_driver(worker.is_driver);
   // How it ended ("killed by signal 9 (SIGKILL)"), when this raylet reaped it.
-  report.set_reason(worker.is_driver ? "driver exited" : worker_pool_->ExitOf(worker.id).value_or("worker process exited"));
+  std::optional<WorkerExit> exit = worker_pool_->ExitOf(worker.id);
+  report.set_reason(worker.is_driver ? "driver exited" : exit ? exit->how : "worker process exited");
   ReportWorkerFailure(std::move(report), kReportRetryFirst);
 }
 
@@ -491,14 +498,17 @@ void Raylet::HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::Return
 
 void Raylet::AnswerWithWorkerExit(const WorkerID& worker, rpc::ReturnWorkerReply* reply, SendReply send,
                                   std::chrono::steady_clock::time_point deadline) {
-  std::optional<std::string> how = worker.IsNil() ? std::nullopt : worker_pool_->ExitOf(worker);
+  std::optional<WorkerExit> how = worker.IsNil() ? std::nullopt : worker_pool_->ExitOf(worker);
   if (!how && std::chrono::steady_clock::now() < deadline && !stopping_) {
     loop_.RunAfter(kWorkerExitPoll, [this, worker, reply, send = std::move(send), deadline]() mutable {
       AnswerWithWorkerExit(worker, reply, std::move(send), deadline);
     });
     return;
   }
-  if (how) reply->set_worker_exit(*how);
+  if (how) {
+    reply->set_worker_exit(how->how);
+    reply->set_worker_exit_type(how->type);
+  }
   send(grpc::Status::OK);
 }
 
@@ -692,6 +702,8 @@ void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeSta
   metrics["object_spilled_objects_on_disk"] = static_cast<int64_t>(spill.objects_on_disk);
   metrics["object_spill_files"] = static_cast<int64_t>(spill.files);
   for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
+  reply->set_worker_isolation(isolation_);
+  reply->set_memory_monitor(memory_monitor_ ? memory_monitor_->Describe() : "off");
   send(grpc::Status::OK);
 }
 

@@ -33,11 +33,13 @@
 #include "gossip/grpc_transport.h"
 #include "raylet/job_watcher.h"
 #include "raylet/lease_granter.h"
+#include "raylet/memory_monitor.h"
 #include "raylet/object_manager/object_puller.h"
 #include "raylet/object_manager/object_stream_server.h"
 #include "raylet/placement/bundle_manager.h"
 #include "raylet/object_store/local_object_store.h"
 #include "common/shm_arena.h"
+#include "raylet/worker_cgroups.h"
 #include "raylet/worker_pool.h"
 #include "raylet_service.grpc.pb.h"
 
@@ -68,6 +70,14 @@ struct RayletOptions {
   int metrics_export_port = -1;  // Prometheus /metrics on `bind`: < 0 a free port, 0 none
   // Rounds, fan-out, probes; the cluster ID comes from the GCS at registration.
   gossip::GossipOptions gossip;
+  // Workers in cgroups with their lease's CPU and memory as limits: "auto" (where the
+  // raylet can make cgroups, saying why not where it cannot), "on" (fail to start
+  // without), "off".
+  std::string worker_cgroups = "auto";
+  MemoryMonitorOptions memory_monitor;
+  // Fractional GPU leases get an MPS share: "auto" (when an MPS control daemon's pipe
+  // directory exists), "on", "off".
+  std::string gpu_mps = "auto";
 };
 
 class Raylet {
@@ -128,6 +138,16 @@ class Raylet {
  private:
   Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena);
   rpc::NodeInfo DescribeNode() const;
+  // Puts workers in cgroups (or says why not) and starts the memory monitor
+  // (raylet_isolation.cc); before the worker pool is made.
+  absl::Status SetUpIsolation();
+  void StartMemoryMonitor();
+  // The leased workers, as the memory monitor weighs them.
+  std::vector<OomCandidate> OomCandidates() const;
+  // Sets the cgroup limits of a worker just leased with `resources`.
+  void LimitWorker(const WorkerProcess& worker, const ResourceSet& resources);
+  // Whether fractional GPU leases get MPS shares (options_.gpu_mps resolved).
+  bool UseMps() const;
   // Registers; returns the cluster ID.
   absl::StatusOr<std::string> RegisterWithGcs();
   void StartGossip(const std::string& cluster_id);
@@ -166,9 +186,12 @@ class Raylet {
   EventLoop loop_;
   std::unique_ptr<ShmArena> arena_;
   LocalObjectStore object_store_;
+  std::unique_ptr<WorkerCgroups> cgroups_;  // null: workers are not isolated (isolation_ says why)
+  std::string isolation_;
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
   std::unique_ptr<JobWatcher> job_watcher_;
+  std::unique_ptr<MemoryMonitor> memory_monitor_;
   std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<ObjectStreamServer> object_stream_;
   int object_manager_port_ = 0;  // the object stream's, kept: the stream is gone once stopping

@@ -85,6 +85,9 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest RPC request accepted, bytes (default 64 MiB)")
       ->check(CLI::Range(int64_t{1} << 20, (int64_t{1} << 31) - 1));
   app.add_option("--log-file", log_file, "log here instead of stderr");
+  int memory_monitor_ms = 250;
+  AddIsolationFlags(&app, &options.worker_cgroups, &options.memory_monitor.usage_threshold, &memory_monitor_ms,
+                    &options.gpu_mps);
   gossip::GossipFlagValues gossip_flags;
   gossip::AddGossipFlags(app, &gossip_flags);
   CLI11_PARSE(app, argc, argv);
@@ -114,6 +117,7 @@ int RayletMain(int argc, char** argv) {
   options.object_store_bytes = static_cast<uint64_t>(object_store_memory);
   options.idle_worker_timeout = std::chrono::milliseconds(idle_ms);
   options.infeasible_grace = std::chrono::milliseconds(infeasible_ms);
+  options.memory_monitor.interval = std::chrono::milliseconds(memory_monitor_ms);
   options.gossip = gossip::ToGossipOptions(gossip_flags);
   if (!token_file.empty()) {
     auto token = ReadFileToString(token_file);

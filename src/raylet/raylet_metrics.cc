@@ -127,6 +127,15 @@ void Raylet::HandleListWorkers(const rpc::ListWorkersRequest&, rpc::ListWorkersR
     info->set_start_time_ms(w.start_time_ms);
     info->set_log_file(w.log_file);
     info->set_port(w.port);
+    if (cgroups_ && !w.is_driver) {
+      CgroupLimits limits = cgroups_->LimitsOf(w.id);
+      info->set_cpu_limit(limits.cpus);
+      info->set_memory_limit_bytes(static_cast<int64_t>(limits.memory_bytes));
+      if (auto usage = cgroups_->Usage(w.id); usage.ok()) {
+        info->set_cpu_seconds(usage->cpu_seconds);
+        info->set_memory_bytes(static_cast<int64_t>(usage->memory_bytes));
+      }
+    }
   }
   send(grpc::Status::OK);
 }

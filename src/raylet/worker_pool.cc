@@ -2,6 +2,8 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+
+#include <fstream>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +100,12 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& 
   process.die_with_parent = true;
   auto pid = SpawnProcess(process);
   if (!pid.ok()) return pid.status();
+  if (options_.cgroups) {
+    if (auto s = options_.cgroups->Add(id, *pid); !s.ok()) spdlog::warn("worker {} runs outside its cgroup: {}", id.Hex(), s.ToString());
+  }
+  // Should the kernel's OOM killer act before the memory monitor, a worker goes first,
+  // not the raylet (as Ray's worker_oom_score_adjustment).
+  std::ofstream(std::string("/proc/") + std::to_string(*pid) + "/oom_score_adj") << "1000";
   WorkerProcess& w = workers_[id];
   w.id = id;
   w.job = job_id;
@@ -169,6 +177,13 @@ void WorkerPool::Kill(const WorkerID& id) {
   // ReapDead() collects it and reports the death.
 }
 
+void WorkerPool::KillForMemory(const WorkerID& id, const std::string& why) {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.is_driver) return;
+  killed_for_memory_[id] = why;
+  ::kill(it->second.pid, SIGKILL);
+}
+
 void WorkerPool::StopWorkersOf(const JobID& job) {
   for (auto& [id, w] : workers_) {
     if (w.job == job && !w.is_driver && !w.held_by_gcs && w.state != WorkerProcess::State::kLeased) {
@@ -207,18 +222,41 @@ constexpr size_t kExitsRemembered = 1024;
 
 }  // namespace
 
-std::optional<std::string> WorkerPool::ExitOf(const WorkerID& id) const {
+std::optional<WorkerExit> WorkerPool::ExitOf(const WorkerID& id) const {
   auto it = exits_.find(id);
   if (it == exits_.end()) return std::nullopt;
   return it->second;
 }
 
-void WorkerPool::RememberExit(const WorkerID& id, std::string how) {
-  if (exits_.emplace(id, std::move(how)).second) exit_order_.push_back(id);
+void WorkerPool::RememberExit(const WorkerID& id, WorkerExit exit) {
+  if (exits_.emplace(id, std::move(exit)).second) exit_order_.push_back(id);
   while (exit_order_.size() > kExitsRemembered) {
     exits_.erase(exit_order_.front());
     exit_order_.pop_front();
   }
+}
+
+WorkerExit WorkerPool::ClassifyExit(const WorkerProcess& worker, int status) {
+  WorkerExit exit{DescribeExit(status)};
+  bool stopped_here = killed_here_.erase(worker.id) > 0;
+  if (auto memory = killed_for_memory_.find(worker.id); memory != killed_for_memory_.end()) {
+    exit = {memory->second + " (" + exit.how + ")", rpc::OUT_OF_MEMORY};
+    killed_for_memory_.erase(memory);
+  } else if (stopped_here) {
+    exit.how = "stopped by its raylet (" + exit.how + ")";
+  }
+  if (options_.cgroups) {
+    auto usage = options_.cgroups->Usage(worker.id);
+    CgroupLimits limits = options_.cgroups->LimitsOf(worker.id);
+    if (usage.ok() && usage->oom_kills > 0 && exit.type != rpc::OUT_OF_MEMORY) {
+      exit = {"killed for using more memory than its limit of " + std::to_string(limits.memory_bytes >> 20) +
+                  " MiB (the `memory` its lease asked for) on node " + options_.node_id_hex.substr(0, 12) + " (" +
+                  exit.how + ")",
+              rpc::OUT_OF_MEMORY};
+    }
+    options_.cgroups->Remove(worker.id);
+  }
+  return exit;
 }
 
 void WorkerPool::ReapDead() {
@@ -226,11 +264,10 @@ void WorkerPool::ReapDead() {
   while (pid_t pid = ReapAnyChild(&status)) {
     for (auto it = workers_.begin(); it != workers_.end(); ++it) {
       if (it->second.pid == pid && !it->second.is_driver) {
-        std::string how = DescribeExit(status);
-        if (killed_here_.erase(it->first)) how = "stopped by its raylet (" + how + ")";
-        spdlog::info("worker {} (pid {}) {} [worker_id={} job_id={}]", it->first.Hex(), pid, how, it->first.Hex(),
+        WorkerExit exit = ClassifyExit(it->second, status);
+        spdlog::info("worker {} (pid {}) {} [worker_id={} job_id={}]", it->first.Hex(), pid, exit.how, it->first.Hex(),
                      it->second.job.Hex());
-        RememberExit(it->first, how);
+        RememberExit(it->first, std::move(exit));
         HandleDeath(it);
         break;
       }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/id.h"
 #include "gcs_service.pb.h"
+#include "raylet/worker_cgroups.h"
 
 namespace orb {
 
@@ -41,6 +42,14 @@ struct WorkerPoolOptions {
   std::chrono::milliseconds idle_timeout{60000};
   // At most this many workers start at once (starting is CPU-heavy on a small node).
   int max_starting = 4;
+  // Each worker goes into a cgroup of its own here (null: workers are not isolated).
+  WorkerCgroups* cgroups = nullptr;
+};
+
+// How a worker ended, as its tasks' errors tell it.
+struct WorkerExit {
+  std::string how;  // "killed by signal 9 (SIGKILL)", "exited with status 3", why it was killed for memory
+  rpc::ErrorType type = rpc::WORKER_CRASHED;  // OUT_OF_MEMORY when killed for memory
 };
 
 // What a worker serves besides its job: tasks that need the same runtime environment
@@ -90,6 +99,8 @@ class WorkerPool {
   WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {});
   void PushIdle(const WorkerID& id);
   void Kill(const WorkerID& id);
+  // Kills a worker to free the node's memory; its exit reads `why`, as OUT_OF_MEMORY.
+  void KillForMemory(const WorkerID& id, const std::string& why);
   // Reaps exited children and forgets dead drivers, calling on_death for each.
   void ReapDead();
   // Stops idle workers past the idle timeout.
@@ -103,7 +114,7 @@ class WorkerPool {
   int max_starting() const { return options_.max_starting; }
   const WorkerProcess* Find(const WorkerID& id) const;
   // How a worker that ended did ("killed by signal 9 (SIGKILL)"...), while remembered.
-  std::optional<std::string> ExitOf(const WorkerID& id) const;
+  std::optional<WorkerExit> ExitOf(const WorkerID& id) const;
   size_t num_workers() const;
   size_t num_idle() const;
   // The drivers and workers that registered (have a port), in no particular order.
@@ -113,15 +124,18 @@ class WorkerPool {
 
  private:
   void HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it);
-  void RememberExit(const WorkerID& id, std::string how);
+  void RememberExit(const WorkerID& id, WorkerExit exit);
+  // How the worker that exited with wait `status` ended, its own memory limit considered.
+  WorkerExit ClassifyExit(const WorkerProcess& worker, int status);
 
   WorkerPoolOptions options_;
   DeathCallback on_death_;
   std::unordered_map<WorkerID, WorkerProcess> workers_;
   // How recent workers ended, the oldest forgotten first.
-  std::unordered_map<WorkerID, std::string> exits_;
+  std::unordered_map<WorkerID, WorkerExit> exits_;
   std::deque<WorkerID> exit_order_;
   std::unordered_set<WorkerID> killed_here_;  // killed by this raylet, not by themselves
+  std::unordered_map<WorkerID, std::string> killed_for_memory_;  // and why
 };
 
 }  // namespace orb

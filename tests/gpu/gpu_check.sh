@@ -2,7 +2,8 @@
 # The GPU checks, for a machine with an NVIDIA GPU: builds orb with CUDA and NCCL, then
 # runs tests/gpu/nccl_check (a one-rank NCCL allreduce on device memory, and
 # CUDA_VISIBLE_DEVICES set for a task that asks for GPU: 1), then reads the GPU metrics
-# (NVML) from a raylet's /metrics. Not part of `make test`.
+# (NVML) from a raylet's /metrics, and, where MPS is installed, runs two half-GPU tasks
+# under an MPS control daemon with their shares. Not part of `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nvidia-smi -L
@@ -19,3 +20,15 @@ metrics=$(curl -sf "http://$target/metrics")
 grep -E '^orb_gpu_memory_total_bytes\{gpu="0"' <<<"$metrics"
 grep -E '^orb_gpu_utilization_ratio\{gpu="0"' <<<"$metrics"
 echo "gpu_check: NVML metrics ok"
+
+# MPS: a control daemon of our own, then two half-GPU tasks that each get a 50% share.
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=$ORB_TEMP_DIR/mps-pipe CUDA_MPS_LOG_DIRECTORY=$ORB_TEMP_DIR/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d
+  trap 'echo quit | nvidia-cuda-mps-control || true; build/bin/orb stop --force >/dev/null 2>&1 || true; rm -rf "$ORB_TEMP_DIR"' EXIT
+  build/bin/orb stop --force >/dev/null 2>&1 || true
+  build/tests/gpu/nccl_check --mps
+else
+  echo "gpu_check: no nvidia-cuda-mps-control here: MPS check skipped"
+fi
