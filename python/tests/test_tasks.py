@@ -32,6 +32,17 @@ def what_arrived(value, nested):
 
 
 @orb.remote
+def hog(mib):
+    return len(b"x" * (mib << 20))  # every byte written: resident
+
+
+@orb.remote
+def in_orb_cgroup():
+    with open("/proc/self/cgroup") as f:
+        return "/orb-" in f.read()
+
+
+@orb.remote
 def fail(message):
     raise ValueError(message)
 
@@ -150,6 +161,16 @@ def test_options(embedded):
     strategy = orb.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node, soft=False)
     assert orb.get(square.options(scheduling_strategy=strategy).remote(6)) == 36
     assert orb.get(square.options(scheduling_strategy="SPREAD").remote(7)) == 49
+
+
+def test_a_task_past_its_memory_request_is_an_out_of_memory_error(embedded):
+    if not orb.get(in_orb_cgroup.remote()):
+        pytest.skip("workers are not in cgroups on this host (the raylet's log says why)")
+    with pytest.raises(orb.exceptions.OutOfMemoryError, match="more memory than its limit of 256 MiB") as caught:
+        orb.get(hog.options(memory=256 << 20, max_retries=0).remote(1024))
+    assert isinstance(caught.value, orb.exceptions.WorkerCrashedError)
+    assert orb.get(hog.options(memory=256 << 20).remote(16)) == 16 << 20
+    assert orb.get(square.remote(3)) == 9
 
 
 def test_tasks_on_a_cli_cluster(cli_cluster):
