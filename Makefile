@@ -10,12 +10,12 @@ DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
   clang libclang-rt-dev \
   libcpp-httplib-dev libssl-dev kubectl prometheus chromium python3-kubernetes curl \
   python3-dev pybind11-dev python3-pybind11 python3-cloudpickle python3-msgpack python3-pytest python3-numpy \
-  python3-torch python3-venv python3-pip python3-setuptools python3-distributed
+  python3-torch python3-venv python3-pip python3-setuptools python3-distributed python3-matplotlib
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: deps configure build test unit integration demo bench install clean
+.PHONY: deps configure build test unit integration demo demo-inference bench install clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -45,6 +45,12 @@ demo: build
 	$(BUILD_DIR)/examples/pi
 	$(BUILD_DIR)/examples/data_parallel_training --epochs=20 --kill-at-epoch=8
 	PYTHONPATH=$(BUILD_DIR)/python ORB_BIN_DIR=$(BUILD_DIR)/bin /usr/bin/python3 examples/python/parallel_map.py
+
+# Continuous vs static batching on a pool of model servers: figures, then their plot.
+demo-inference: build
+	$(BUILD_DIR)/examples/inference_demo --loads=20,50,80,110,140 --duration-s=10 --csv $(BUILD_DIR)/inference.csv
+	/usr/bin/python3 examples/inference/plot.py $(BUILD_DIR)/inference.csv $(BUILD_DIR)/inference.png
+	@echo "plot: $(BUILD_DIR)/inference.png"
 
 bench: build
 	$(BUILD_DIR)/bin/orb_microbenchmark
