@@ -15,7 +15,7 @@ DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: deps configure build test unit integration demo demo-inference bench install clean
+.PHONY: deps configure build test unit integration demo demo-rl demo-inference bench install clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -45,6 +45,15 @@ demo: build
 	$(BUILD_DIR)/examples/pi
 	$(BUILD_DIR)/examples/data_parallel_training --epochs=20 --kill-at-epoch=8
 	PYTHONPATH=$(BUILD_DIR)/python ORB_BIN_DIR=$(BUILD_DIR)/bin /usr/bin/python3 examples/python/parallel_map.py
+
+# Policy-gradient CartPole on rollout and learner actors, undisturbed and with a rollout
+# worker and a learner killed at iteration 20: learning curves, then their plot.
+demo-rl: build
+	$(BUILD_DIR)/examples/rl_training --iterations=60 --csv $(BUILD_DIR)/rl_clean.csv
+	$(BUILD_DIR)/examples/rl_training --iterations=60 --kill-at-iteration=20 --csv $(BUILD_DIR)/rl_killed.csv
+	/usr/bin/python3 examples/rl_training/plot.py $(BUILD_DIR)/rl_training.png undisturbed=$(BUILD_DIR)/rl_clean.csv \
+	  "killed at iteration 20=$(BUILD_DIR)/rl_killed.csv"
+	@echo "plot: $(BUILD_DIR)/rl_training.png"
 
 # Continuous vs static batching on a pool of model servers: figures, then their plot.
 demo-inference: build
