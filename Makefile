@@ -48,16 +48,21 @@ demo: build
 
 # Policy-gradient CartPole on rollout and learner actors, undisturbed and with a rollout
 # worker and a learner killed at iteration 20: learning curves, then their plot.
+# CLUSTER=fake-k8s runs it on an autoscaled cluster of pods (examples/on_fake_k8s.sh) instead.
+ifeq ($(CLUSTER),fake-k8s)
+ON_CLUSTER := examples/on_fake_k8s.sh $(BUILD_DIR)
+endif
 demo-rl: build
-	$(BUILD_DIR)/examples/rl_training --iterations=60 --csv $(BUILD_DIR)/rl_clean.csv
-	$(BUILD_DIR)/examples/rl_training --iterations=60 --kill-at-iteration=20 --csv $(BUILD_DIR)/rl_killed.csv
+	$(ON_CLUSTER) $(BUILD_DIR)/examples/rl_training --iterations=60 --csv $(BUILD_DIR)/rl_clean.csv
+	$(ON_CLUSTER) $(BUILD_DIR)/examples/rl_training --iterations=60 --kill-at-iteration=20 --csv $(BUILD_DIR)/rl_killed.csv
 	/usr/bin/python3 examples/rl_training/plot.py $(BUILD_DIR)/rl_training.png undisturbed=$(BUILD_DIR)/rl_clean.csv \
 	  "killed at iteration 20=$(BUILD_DIR)/rl_killed.csv"
 	@echo "plot: $(BUILD_DIR)/rl_training.png"
 
 # Continuous vs static batching on a pool of model servers: figures, then their plot.
 demo-inference: build
-	$(BUILD_DIR)/examples/inference_demo --loads=20,50,80,110,140 --duration-s=10 --csv $(BUILD_DIR)/inference.csv
+	$(ON_CLUSTER) $(BUILD_DIR)/examples/inference_demo --loads=20,50,80,110,140 --duration-s=10 --csv $(BUILD_DIR)/inference.csv \
+	  $(if $(ON_CLUSTER),--servers=1 --max-servers=3 --scale-pool)
 	/usr/bin/python3 examples/inference/plot.py $(BUILD_DIR)/inference.csv $(BUILD_DIR)/inference.png
 	@echo "plot: $(BUILD_DIR)/inference.png"
 

@@ -139,6 +139,7 @@ class Pool {
       Add();
       std::printf("{\"event\": \"pool_grew\", \"servers\": %d, \"mean_queue\": %.1f}\n", live + 1,
                   queued / static_cast<double>(live));
+      std::fflush(stdout);
       return;
     }
     // A server idle for 2 s gets no new requests; idle 1 s more, it is gone.
@@ -153,6 +154,7 @@ class Pool {
         e.draining = true;
         --live;
         std::printf("{\"event\": \"pool_shrank\", \"servers\": %d}\n", live);
+        std::fflush(stdout);
       }
     }
   }
