@@ -6,6 +6,8 @@
 # the autoscaler gives them back, and `orb down`.
 #   examples/on_fake_k8s.sh BUILD_DIR PROGRAM [ARGS...]
 # Prints the pods by node type as they change ("pods: head=1 cpu_worker=2 gpu_worker=1").
+# With DELETE_POD_TYPE=gpu_worker (and DELETE_POD_AFTER_S, default 5) one pod of that type
+# is deleted that long after the program started, as a node lost under a running job.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 shift
@@ -77,7 +79,18 @@ last=$(pods)
 echo "pods: $last"
 "$@" --orb-address="127.0.0.1:$head_port" &
 program=$!
+started=$SECONDS
 while kill -0 "$program" 2>/dev/null; do
+  if [[ -n ${DELETE_POD_TYPE:-} ]] && ((SECONDS - started >= ${DELETE_POD_AFTER_S:-5})); then
+    victim=$(timeout 30 kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" get pods \
+      -l "orb.io/node-type=$DELETE_POD_TYPE" -o name | head -1)
+    if [[ -n $victim ]]; then
+      timeout 60 kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" delete "$victim" --grace-period=0 \
+        --wait=false >/dev/null
+      echo "deleted $victim"
+    fi
+    DELETE_POD_TYPE=""
+  fi
   now=$(pods || true)
   [[ $now != "$last" ]] && echo "pods: $now" && last=$now
   sleep 1

@@ -15,7 +15,8 @@
 // same policy as one that did not.
 //
 //   rl_training [--orb-address=H:P] [--rollouts=4] [--learners=2] [--iterations=60]
-//               [--episodes=8] [--kill-at-iteration=K] [--csv=FILE] [--checkpoint=FILE]
+//               [--episodes=8] [--kill-at-iteration=K] [--iteration-pause-ms=0]
+//               [--csv=FILE] [--checkpoint=FILE]
 //               [--single-process]
 // Prints one JSON line per iteration (mean episode return) and "policy: p0 p1 ...".
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cartpole.h"
@@ -77,7 +79,7 @@ ORB_REMOTE(Learner::Create, &Learner::Restore, &Learner::Learn, &Learner::State,
 namespace {
 
 struct Options {
-  int rollouts = 4, learners = 2, iterations = 60, episodes = 8, kill_at = -1;
+  int rollouts = 4, learners = 2, iterations = 60, episodes = 8, kill_at = -1, pause_ms = 0;
   std::string csv, checkpoint;
   bool single_process = false;
 };
@@ -150,6 +152,7 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.iterations, "training iterations")->check(CLI::PositiveNumber);
   app.add_option("--episodes", o.episodes, "episodes per rollout worker per iteration")->check(CLI::PositiveNumber);
   app.add_option("--kill-at-iteration", o.kill_at, "kill a rollout worker and a learner at this iteration");
+  app.add_option("--iteration-pause-ms", o.pause_ms, "pause between iterations (time for faults from outside)");
   app.add_option("--csv", o.csv, "write the learning curve (iteration, mean return) here");
   app.add_option("--checkpoint", o.checkpoint, "write the final checkpoint (the optimizer's state) here");
   app.add_flag("--single-process", o.single_process, "the same training in this process, for comparison");
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
       roles.rollouts.back().Task(&RolloutWorker::Die).Remote();
       roles.learners.back().Task(&Learner::Die).Remote();
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.pause_ms));
     // 3. Sharded dispatch: every rollout actor reads the same policy object.
     std::vector<orb::ObjectRef<std::vector<double>>> shards;
     for (auto& r : roles.rollouts) shards.push_back(r.Task(&RolloutWorker::Collect).Remote(policy, it, o.episodes));
