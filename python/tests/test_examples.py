@@ -48,3 +48,14 @@ def _flat(value):
             yield from _flat(v)
     else:
         yield value
+
+
+def test_rl_training_improves_and_survives_killed_actors(tmp_path):
+    calm, killed = tmp_path / "calm.json", tmp_path / "killed.json"
+    out = run("rl_training.py", "--iterations", "30", "--policy-out", str(calm))
+    first, last = (float(x) for x in out.split("mean return ")[1].split(" over the last")[0].split(
+        " over the first 5 iterations, "))
+    assert last > 1.5 * first, out
+    out = run("rl_training.py", "--iterations", "30", "--kill-at-iteration", "10", "--policy-out", str(killed))
+    assert "iteration 10 failed" in out and "released after 1 rebuild(s)" in out, out
+    assert json.loads(calm.read_text()) == json.loads(killed.read_text())
