@@ -4,7 +4,8 @@
 //  2. pods: on an autoscaled cluster (orb up) the groups bring up the nodes they need;
 //  3. sharded dispatch: rollout actors play CartPole (cartpole.h) with seeds of their own;
 //  4. gradients: each learner computes the policy gradient of its shard of episodes;
-//  5. sync: the learners sum their gradients with AllReduce and take the same step; the new
+//  5. sync: the learners sum their gradients with AllReduce and take the same step (or,
+//     with --sync=parameter-server, a parameter-server actor sums them and steps); the new
 //     policy goes to the rollout actors through the object store (one Put, read by all);
 //  6. health checks and rebuild: with --kill-at-iteration=K a rollout worker and a learner
 //     die at iteration K; the driver sees it, makes a new rollout actor in the lost one's
@@ -15,7 +16,8 @@
 // same policy as one that did not.
 //
 //   rl_training [--orb-address=H:P] [--rollouts=4] [--learners=2] [--iterations=60]
-//               [--episodes=8] [--kill-at-iteration=K] [--iteration-pause-ms=0]
+//               [--episodes=8] [--sync=allreduce|parameter-server] [--kill-at-iteration=K]
+//               [--iteration-pause-ms=0]
 //               [--csv=FILE] [--checkpoint=FILE]
 //               [--single-process]
 // Prints one JSON line per iteration (mean episode return) and "policy: p0 p1 ...".
@@ -25,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,33 +71,67 @@ class Learner {
     optimizer_.Step(grad, 1.0 / grad[rl::kParams + 2], kLearningRate);
     return {grad[rl::kParams], grad[rl::kParams + 1]};
   }
+  // With a parameter server: only the gradient of its shards for `policy`.
+  std::vector<double> Gradient(std::vector<double> policy, std::vector<double> a, std::vector<double> b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return rl::PolicyGradient(policy, a);
+  }
   std::vector<double> State() const { return optimizer_.state; }
   int Die() { std::_Exit(1); }
 
  private:
   rl::Optimizer optimizer_;
 };
-ORB_REMOTE(Learner::Create, &Learner::Restore, &Learner::Learn, &Learner::State, &Learner::Die);
+ORB_REMOTE(Learner::Create, &Learner::Restore, &Learner::Learn, &Learner::Gradient, &Learner::State, &Learner::Die);
+
+// --sync=parameter-server: the learners' gradients are summed here, where the one
+// optimizer lives, instead of among the learners.
+class ParameterServer {
+ public:
+  static ParameterServer* Create() { return new ParameterServer(); }
+  bool Restore(std::vector<double> state) {
+    optimizer_.state = std::move(state);
+    return true;
+  }
+  // Sums the gradients in learner order, takes one step; {sum of returns, episodes}.
+  std::vector<double> Apply(std::vector<std::vector<double>> gradients) {
+    std::vector<double> sum(gradients.at(0).size(), 0.0);
+    for (const auto& g : gradients) {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
+    }
+    optimizer_.Step(sum, 1.0 / sum[rl::kParams + 2], kLearningRate);
+    return {sum[rl::kParams], sum[rl::kParams + 1]};
+  }
+  std::vector<double> State() const { return optimizer_.state; }
+
+ private:
+  rl::Optimizer optimizer_;
+};
+ORB_REMOTE(ParameterServer::Create, &ParameterServer::Restore, &ParameterServer::Apply, &ParameterServer::State);
 
 namespace {
 
 struct Options {
   int rollouts = 4, learners = 2, iterations = 60, episodes = 8, kill_at = -1, pause_ms = 0;
   std::string csv, checkpoint;
+  std::string sync = "allreduce";  // or "parameter-server"
   bool single_process = false;
+  bool parameter_server() const { return sync == "parameter-server"; }
 };
 
 struct Roles {
   orb::PlacementGroup rollout_group, learner_group;
   std::vector<orb::ActorHandle<RolloutWorker>> rollouts;
   std::vector<orb::ActorHandle<Learner>> learners;
+  std::optional<orb::ActorHandle<ParameterServer>> server;  // --sync=parameter-server
 };
 
 orb::ActorHandle<RolloutWorker> MakeRollout(const orb::PlacementGroup& pg, int index) {
   return orb::Actor(RolloutWorker::Create).SetResource("CPU", 1).SetPlacementGroup(pg, index).Remote(index);
 }
 
-// New learners in their group's bundles, a collective group of them, the checkpoint restored.
+// New learners in their group's bundles, a collective group of them, the checkpoint
+// restored (in the parameter server, with one).
 void MakeLearners(Roles& roles, const Options& o, const std::string& group, const std::vector<double>& state) {
   roles.learners.clear();
   for (int i = 0; i < o.learners; ++i) {
@@ -103,20 +140,27 @@ void MakeLearners(Roles& roles, const Options& o, const std::string& group, cons
                                  .SetPlacementGroup(roles.learner_group, i)
                                  .Remote());
   }
+  if (o.parameter_server()) {
+    *roles.server->Task(&ParameterServer::Restore).Remote(state).Get();
+    return;
+  }
   col::CreateGroup(roles.learners, group, col::Backend::GLOO, std::chrono::seconds(60));
   std::vector<orb::ObjectRef<bool>> restored;
   for (auto& l : roles.learners) restored.push_back(l.Task(&Learner::Restore).Remote(state));
   orb::Get(restored);
 }
 
-// The first learner's answer once all have answered; throws the first failure as soon as
-// it is known (a learner waiting in AllReduce for a dead peer would answer much later).
-std::vector<double> WaitAll(const std::vector<orb::ObjectRef<std::vector<double>>>& refs) {
+// Every answer once all have come; throws the first failure as soon as it is known (a
+// learner waiting in AllReduce for a dead peer would answer much later).
+std::vector<std::vector<double>> WaitAll(const std::vector<orb::ObjectRef<std::vector<double>>>& refs) {
   while (true) {
     auto ready = orb::Wait(refs, static_cast<int>(refs.size()), 100).ready;
     for (auto& r : ready) r.Get();  // a failed one throws
-    if (ready.size() == refs.size()) return *refs[0].Get();
+    if (ready.size() == refs.size()) break;
   }
+  std::vector<std::vector<double>> out;
+  for (auto& r : refs) out.push_back(*r.Get());
+  return out;
 }
 
 void PrintPolicy(const std::vector<double>& policy) {
@@ -152,6 +196,8 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.iterations, "training iterations")->check(CLI::PositiveNumber);
   app.add_option("--episodes", o.episodes, "episodes per rollout worker per iteration")->check(CLI::PositiveNumber);
   app.add_option("--kill-at-iteration", o.kill_at, "kill a rollout worker and a learner at this iteration");
+  app.add_option("--sync", o.sync, "how learners combine gradients: allreduce, or parameter-server")
+      ->check(CLI::IsMember({"allreduce", "parameter-server"}));
   app.add_option("--iteration-pause-ms", o.pause_ms, "pause between iterations (time for faults from outside)");
   app.add_option("--csv", o.csv, "write the learning curve (iteration, mean return) here");
   app.add_option("--checkpoint", o.checkpoint, "write the final checkpoint (the optimizer's state) here");
@@ -186,6 +232,7 @@ int main(int argc, char** argv) {
   int generation = 0;
   auto group = [&generation] { return "learners-" + std::to_string(generation); };
   rl::Optimizer fresh;
+  if (o.parameter_server()) roles.server = orb::Actor(ParameterServer::Create).SetResource("CPU", 0).Remote();
   MakeLearners(roles, o, group(), fresh.state);
   orb::ObjectRef<std::vector<double>> checkpoint = orb::Put(fresh.state);
   int checkpoint_iteration = 0;  // the first iteration not in the checkpoint
@@ -207,14 +254,24 @@ int main(int argc, char** argv) {
     // 3. Sharded dispatch: every rollout actor reads the same policy object.
     std::vector<orb::ObjectRef<std::vector<double>>> shards;
     for (auto& r : roles.rollouts) shards.push_back(r.Task(&RolloutWorker::Collect).Remote(policy, it, o.episodes));
-    // 4 and 5. Gradients on the shards, summed among the learners, the same step on each.
+    // 4 and 5. Gradients on the shards, summed among the learners, the same step on each
+    // (or summed by the parameter server, which steps).
     std::vector<orb::ObjectRef<std::vector<double>>> learned;
     for (int l = 0; l < o.learners; ++l) {
-      learned.push_back(roles.learners[l].Task(&Learner::Learn).Remote(group(), shards[2 * l], shards[2 * l + 1]));
+      auto& learner = roles.learners[l];
+      learned.push_back(o.parameter_server()
+                            ? learner.Task(&Learner::Gradient).Remote(policy, shards[2 * l], shards[2 * l + 1])
+                            : learner.Task(&Learner::Learn).Remote(group(), shards[2 * l], shards[2 * l + 1]));
     }
     try {
-      std::vector<double> totals = WaitAll(learned);
-      checkpoint = roles.learners[0].Task(&Learner::State).Remote();
+      std::vector<std::vector<double>> answers = WaitAll(learned);
+      std::vector<double> totals = answers[0];
+      if (o.parameter_server()) {
+        totals = *roles.server->Task(&ParameterServer::Apply).Remote(answers).Get();
+        checkpoint = roles.server->Task(&ParameterServer::State).Remote();
+      } else {
+        checkpoint = roles.learners[0].Task(&Learner::State).Remote();
+      }
       std::vector<double> state = *checkpoint.Get();
       policy = orb::Put(std::vector<double>(state.begin(), state.begin() + rl::kParams));
       checkpoint_iteration = ++it;
@@ -251,6 +308,7 @@ int main(int argc, char** argv) {
   }
   for (auto& r : roles.rollouts) r.Kill();
   for (auto& l : roles.learners) l.Kill();
+  if (roles.server) roles.server->Kill();
   orb::RemovePlacementGroup(roles.rollout_group.GetID());
   orb::RemovePlacementGroup(roles.learner_group.GetID());
   std::printf("{\"stage\": \"released\", \"rebuilds\": %d}\n", rebuilds);

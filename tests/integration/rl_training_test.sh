@@ -2,8 +2,8 @@
 # The reinforcement-learning workflow at small scale, on the embedded default and on a
 # two-node CLI cluster: training improves the return, a run that loses a rollout worker
 # and a learner mid-way rebuilds them from the last checkpoint and ends with exactly the
-# policy of an undisturbed run, the checkpoint is written and the groups released, and
-# the learning curves plot.
+# policy of an undisturbed run (also with a parameter server in place of AllReduce), the
+# checkpoint is written and the groups released, and the learning curves plot.
 set -euo pipefail
 trap 'echo "rl_training_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build_dir=$1
@@ -34,6 +34,11 @@ grep -q '"stage": "rebuild", "iteration": 15, "resume_from": 15' "$work/killed.o
 grep -q '"stage": "released", "rebuilds": 1' "$work/killed.out"
 [[ $(grep '^policy:' "$work/killed.out") == $(grep '^policy:' "$work/clean.out") ]]
 cmp "$work/clean.csv" "$work/killed.csv"
+
+echo "--- a parameter server instead of AllReduce, the same faults: the same policy"
+"$rl" --iterations=40 --sync=parameter-server --kill-at-iteration=15 2>"$work/ps.err" | tee "$work/ps.out"
+grep -q '"stage": "released", "rebuilds": 1' "$work/ps.out"
+[[ $(grep '^policy:' "$work/ps.out") == $(grep '^policy:' "$work/clean.out") ]]
 
 echo "--- on a two-node CLI cluster"
 "$orb" start --head --port 0 --num-cpus 4 --num-gpus 2 >/dev/null
