@@ -59,7 +59,7 @@ available_node_types:
     max_workers: 4
     pod_template: *pod
   gpu_worker:
-    resources: {CPU: 2, GPU: 2}
+    resources: {CPU: 4, GPU: 2}
     min_workers: 0
     max_workers: 1
     pod_template: *pod

@@ -24,6 +24,17 @@ NodeCapacity* Best(std::vector<NodeCapacity*> candidates, const ResourceSet& bun
   return best;
 }
 
+// Best, but a bundle without GPUs looks at nodes without GPUs only.
+NodeCapacity* BestWithoutGpus(const std::vector<NodeCapacity*>& candidates, const ResourceSet& bundle) {
+  std::vector<NodeCapacity*> plain;
+  for (NodeCapacity* n : candidates) {
+    if (!n->has_gpus) plain.push_back(n);
+  }
+  return Best(plain, bundle);
+}
+
+bool AsksForGpus(const ResourceSet& bundle) { return bundle.Get("GPU") > 0; }
+
 }  // namespace
 
 std::optional<std::map<int, std::string>> PlaceBundles(rpc::PlacementGroupInfo::Strategy strategy,
@@ -50,7 +61,9 @@ std::optional<std::map<int, std::string>> PlaceBundles(rpc::PlacementGroupInfo::
       if (strategy == rpc::PlacementGroupInfo::STRICT_PACK && !used.empty() && !used.count(n->node_id)) continue;
       candidates.push_back(n);
     }
-    if (NodeCapacity* node = Best(candidates, sum)) {
+    NodeCapacity* node = AsksForGpus(sum) ? nullptr : BestWithoutGpus(candidates, sum);
+    if (!node) node = Best(candidates, sum);
+    if (node) {
       for (const auto& b : bundles) assign(b, node);
       return placement;
     }
@@ -60,7 +73,10 @@ std::optional<std::map<int, std::string>> PlaceBundles(rpc::PlacementGroupInfo::
       for (NodeCapacity* n : all) {
         if (used.count(n->node_id)) reuse.push_back(n);
       }
-      NodeCapacity* node = Best(reuse, b.resources);
+      bool plain_first = !AsksForGpus(b.resources);
+      NodeCapacity* node = plain_first ? BestWithoutGpus(reuse, b.resources) : nullptr;
+      if (!node && plain_first) node = BestWithoutGpus(all, b.resources);
+      if (!node) node = Best(reuse, b.resources);
       if (!node) node = Best(all, b.resources);
       if (!node) return std::nullopt;
       assign(b, node);
@@ -73,8 +89,14 @@ std::optional<std::map<int, std::string>> PlaceBundles(rpc::PlacementGroupInfo::
     for (NodeCapacity* n : all) {
       if (!used.count(n->node_id)) fresh.push_back(n);
     }
-    NodeCapacity* node = Best(fresh, b.resources);
-    if (!node && strategy == rpc::PlacementGroupInfo::SPREAD) node = Best(all, b.resources);
+    bool spread = strategy == rpc::PlacementGroupInfo::SPREAD;
+    NodeCapacity* node = nullptr;
+    if (!AsksForGpus(b.resources)) {
+      node = BestWithoutGpus(fresh, b.resources);
+      if (!node && spread) node = BestWithoutGpus(all, b.resources);
+    }
+    if (!node) node = Best(fresh, b.resources);
+    if (!node && spread) node = Best(all, b.resources);
     if (!node) return std::nullopt;
     assign(b, node);
   }

@@ -8,6 +8,9 @@
 //   STRICT_SPREAD  every bundle on a different node, or nothing.
 //   SPREAD         different nodes while any fit; then nodes reused.
 // Among equal choices, the node with the most of the bundle's resources available wins.
+// A bundle that asks for no GPU keeps off nodes with GPUs while another node can take it
+// (reusing one, for SPREAD), as Ray's scheduler_avoid_gpu_nodes: CPU work must not take
+// the CPUs that GPU work on those nodes will need.
 #pragma once
 
 #include <map>
@@ -23,6 +26,7 @@ namespace orb::gcs {
 struct NodeCapacity {
   std::string node_id;  // binary
   ResourceSet available;
+  bool has_gpus = false;  // its total has GPUs
 };
 
 struct BundleToPlace {

@@ -60,7 +60,9 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
     std::vector<NodeCapacity> live;
     for (const auto& [id, node] : nodes_) {
       if (node.state() == rpc::NodeInfo::ALIVE) {
-        live.push_back({node.node_id(), ResourceSet::FromAnyMap(node.resources_available())});
+        auto gpus = node.resources_total().find("GPU");
+        live.push_back({node.node_id(), ResourceSet::FromAnyMap(node.resources_available()),
+                        gpus != node.resources_total().end() && gpus->second > 0});
       }
     }
     return live;

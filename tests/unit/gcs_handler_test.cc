@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/event_loop.h"
+#include "gcs/bundle_placement.h"
 #include "gcs/gcs_handler.h"
 
 using namespace orb;
@@ -225,4 +226,32 @@ TEST_CASE("a registration with an address or resources that cannot be is refused
   auto nodes = Call<rpc::GetAllNodesRequest, rpc::GetAllNodesReply>(loop, **h, &GcsHandler::HandleGetAllNodes,
                                                                     rpc::GetAllNodesRequest());
   CHECK(nodes.second.nodes_size() == 1);
+}
+
+TEST_CASE("bundles without GPUs keep off GPU nodes while other nodes can take them", "[gcs][placement]") {
+  using orb::gcs::NodeCapacity;
+  auto node = [](const std::string& id, double cpus, double gpus) {
+    std::map<std::string, double> r{{"CPU", cpus}};
+    if (gpus > 0) r["GPU"] = gpus;
+    return NodeCapacity{id, orb::ResourceSet::FromMap(r), gpus > 0};
+  };
+  // Four one-CPU bundles spread over a 1-CPU head, two 2-CPU nodes and a roomier GPU node:
+  // the fourth reuses a CPU node rather than take the GPU node's CPU.
+  std::vector<NodeCapacity> nodes = {node("head", 1, 0), node("cpu1", 2, 0), node("cpu2", 2, 0), node("gpu", 4, 2)};
+  std::vector<orb::gcs::BundleToPlace> cpu_bundles;
+  for (int i = 0; i < 4; ++i) cpu_bundles.push_back({i, orb::ResourceSet::FromMap({{"CPU", 1}})});
+  auto spread = orb::gcs::PlaceBundles(orb::rpc::PlacementGroupInfo::SPREAD, cpu_bundles, {}, nodes);
+  REQUIRE(spread);
+  for (const auto& [index, where] : *spread) CHECK(where != "gpu");
+  auto pack = orb::gcs::PlaceBundles(orb::rpc::PlacementGroupInfo::PACK, {cpu_bundles[0], cpu_bundles[1]}, {}, nodes);
+  REQUIRE(pack);
+  CHECK(pack->at(0) != "gpu");
+  // Bundles asking for GPUs go there; and with no other room, CPU bundles do too.
+  auto gpu = orb::gcs::PlaceBundles(orb::rpc::PlacementGroupInfo::PACK,
+                                    {{0, orb::ResourceSet::FromMap({{"CPU", 1}, {"GPU", 1}})}}, {}, nodes);
+  REQUIRE(gpu);
+  CHECK(gpu->at(0) == "gpu");
+  auto only_gpu = orb::gcs::PlaceBundles(orb::rpc::PlacementGroupInfo::SPREAD, {cpu_bundles[0]}, {}, {node("gpu", 4, 2)});
+  REQUIRE(only_gpu);
+  CHECK(only_gpu->at(0) == "gpu");
 }
