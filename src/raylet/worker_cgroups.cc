@@ -1,5 +1,7 @@
 #include "raylet/worker_cgroups.h"
 
+#include "common/session.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -13,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -45,19 +46,14 @@ absl::Status MakeDir(const std::string& path) {
   return absl::FailedPreconditionError("cannot create " + path + ": " + ErrnoText(errno));
 }
 
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// The file's text; empty when it cannot be read.
+std::string ReadFile(const std::string& path) { return ReadFileToString(path).value_or(""); }
 
 uint64_t ReadNumber(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text) return 0;
+  std::string text = ReadFile(path);
+  if (text.empty()) return 0;
   try {
-    return std::stoull(*text);
+    return std::stoull(text);
   } catch (...) {
     return 0;
   }
@@ -202,7 +198,7 @@ absl::StatusOr<std::unique_ptr<WorkerCgroups>> WorkerCgroups::CreateV2(const std
     path = path.substr(0, path.size() - leaf_suffix.size());
   }
   std::string base = CgroupDir(paths.mount_root, path);
-  std::string controllers = ReadFile(base + "/cgroup.controllers").value_or("");
+  std::string controllers = ReadFile(base + "/cgroup.controllers");
   std::stringstream words(controllers);
   bool cpu = false, memory = false;
   for (std::string w; words >> w;) cpu |= w == "cpu", memory |= w == "memory";
@@ -216,7 +212,7 @@ absl::StatusOr<std::unique_ptr<WorkerCgroups>> WorkerCgroups::CreateV2(const std
     // Its processes (this raylet among them) move to a leaf; then the controllers can go down.
     std::string leaf = base + "/" + kV2ProcessLeaf;
     if (auto made = MakeDir(leaf); !made.ok()) return made;
-    std::string procs = ReadFile(base + "/cgroup.procs").value_or("");
+    std::string procs = ReadFile(base + "/cgroup.procs");
     std::stringstream list(procs);
     int moved = 0;
     for (std::string pid; list >> pid;) moved += WriteFile(leaf + "/cgroup.procs", pid).ok();
@@ -280,6 +276,8 @@ absl::Status WorkerCgroups::Add(const WorkerID& worker, pid_t pid) {
 absl::Status WorkerCgroups::SetLimits(const WorkerID& worker, const CgroupLimits& limits) {
   auto it = workers_.find(worker);
   if (it == workers_.end()) return absl::NotFoundError("worker " + worker.Hex() + " has no cgroup");
+  // A worker leased again for the same shape keeps its limits: no writes on that path.
+  if (it->second.cpus == limits.cpus && it->second.memory_bytes == limits.memory_bytes) return absl::OkStatus();
   int64_t quota = limits.cpus > 0 ? std::max<int64_t>(1000, std::llround(limits.cpus * kCpuPeriodMicros)) : -1;
   absl::Status status;
   if (const Hierarchy* h = With(&Hierarchy::cpu)) {
