@@ -14,14 +14,15 @@
 
 namespace orb {
 
-template <class Service>
-class ClientPool {
+// `Client` is constructed from (address, token) and has CancelAll() and WaitIdle(timeout).
+template <class Client>
+class ClientPoolOf {
  public:
-  explicit ClientPool(std::string token, std::chrono::milliseconds idle_after = std::chrono::minutes(2))
+  explicit ClientPoolOf(std::string token, std::chrono::milliseconds idle_after = std::chrono::minutes(2))
       : token_(std::move(token)), idle_after_(idle_after) {}
 
   // The client for `address`; hold it while using it (and while a call of it may run).
-  std::shared_ptr<RpcClient<Service>> Get(const std::string& address) {
+  std::shared_ptr<Client> Get(const std::string& address) {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = std::chrono::steady_clock::now();
     if (now >= next_sweep_) {
@@ -29,7 +30,7 @@ class ClientPool {
       next_sweep_ = now + idle_after_ / 2;
     }
     Entry& entry = clients_[address];
-    if (!entry.client) entry.client = std::make_shared<RpcClient<Service>>(address, token_);
+    if (!entry.client) entry.client = std::make_shared<Client>(address, token_);
     entry.last_used = now;
     return entry.client;
   }
@@ -48,7 +49,7 @@ class ClientPool {
 
  private:
   struct Entry {
-    std::shared_ptr<RpcClient<Service>> client;
+    std::shared_ptr<Client> client;
     std::chrono::steady_clock::time_point last_used;
   };
 
@@ -67,5 +68,9 @@ class ClientPool {
   std::map<std::string, Entry> clients_;  // guarded by mu_
   std::chrono::steady_clock::time_point next_sweep_;  // guarded by mu_
 };
+
+// gRPC clients of `Service`.
+template <class Service>
+using ClientPool = ClientPoolOf<RpcClient<Service>>;
 
 }  // namespace orb

@@ -12,9 +12,9 @@ constexpr int kWatchWaitMs = 30000;
 
 }  // namespace
 
-ActorSubmitter::ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers,
-                               NodeID local_node, TaskEventBuffer* events)
-    : objects_(objects), gcs_(gcs), workers_(workers), local_node_(local_node), events_(events) {}
+ActorSubmitter::ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, TaskPusher* pusher,
+                               TaskEventBuffer* events)
+    : objects_(objects), gcs_(gcs), pusher_(pusher), events_(events) {}
 
 std::string ActorSubmitter::Describe(const rpc::ActorInfo& info) {
   return "actor " + ActorID::FromBinary(info.actor_id()).Hex() + " (" + info.class_name() + ")";
@@ -108,26 +108,16 @@ void ActorSubmitter::SendBatch(const std::string& actor_id, ActorState& actor, s
     *request.add_tasks() = call.spec;
     if (events_) events_->RecordSpec(call.spec, rpc::SUBMITTED_TO_WORKER);
   }
-  const rpc::Address& a = actor.info.address();
-  request.set_intended_worker_id(a.worker_id());
-  std::string address = NodeID::FromBinary(a.node_id()) == local_node_ && !a.unix_socket().empty()
-                            ? "unix:" + a.unix_socket()
-                            : a.ip() + ":" + std::to_string(a.port());
+  const rpc::Address& address = actor.info.address();
+  request.set_intended_worker_id(address.worker_id());
   if (calls.size() > 1) {
     for (const auto& call : calls) in_flight_calls_[call.spec.task_id()] = {actor_id, batch};
   }
   actor.in_flight[batch] = std::move(calls);
   outbox_.push_back([this, address, actor_id, batch, request = std::move(request)] {
-    CallOptions options;
-    // A method may run as long as it likes; keepalive pings notice a process that
-    // stopped answering.
-    options.timeout = std::chrono::hours(24 * 365);
-    workers_->Get(address)->Call<rpc::PushTasksReply>(
-        ORB_RPC(PushTasks), request,
-        [this, actor_id, batch](const absl::Status& status, rpc::PushTasksReply&& reply) {
-          OnBatchDone(actor_id, batch, status, std::move(reply));
-        },
-        options);
+    pusher_->Push(address, request, [this, actor_id, batch](const absl::Status& status, rpc::PushTasksReply&& reply) {
+      OnBatchDone(actor_id, batch, status, std::move(reply));
+    });
   });
 }
 

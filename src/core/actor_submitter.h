@@ -17,7 +17,7 @@
 // When the GCS reports the actor dead, every call waiting fails with its death reason
 // (a TaskError when its constructor threw).
 //
-// Submit() is thread-safe; replies arrive on gRPC threads. State is guarded by mu_.
+// Submit() is thread-safe; replies arrive on transport threads. State is guarded by mu_.
 #pragma once
 
 #include <deque>
@@ -32,7 +32,7 @@
 #include "common/id.h"
 #include "common/rpc.h"
 #include "core/object_table.h"
-#include "core/worker_client_pool.h"
+#include "core/task_pusher.h"
 #include "gcs_service.grpc.pb.h"
 
 namespace orb {
@@ -42,7 +42,7 @@ class TaskEventBuffer;
 class ActorSubmitter {
  public:
   // `events`: records each call's steps (null: none).
-  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, WorkerClientPool* workers, NodeID local_node,
+  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, TaskPusher* pusher,
                  TaskEventBuffer* events = nullptr);
 
   // Takes one call (spec.actor_id set). Its return object must already be pending.
@@ -90,8 +90,7 @@ class ActorSubmitter {
 
   ObjectTable* objects_;
   RpcClient<rpc::GcsService>* gcs_;
-  WorkerClientPool* workers_;
-  NodeID local_node_;
+  TaskPusher* pusher_;
   TaskEventBuffer* events_;
   std::mutex mu_;
   std::unordered_map<std::string, ActorState> actors_;  // guarded by mu_

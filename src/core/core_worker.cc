@@ -9,6 +9,7 @@
 #include <future>
 #include <thread>
 
+#include "common/call_stream_protocol.h"
 #include "core/task_options_check.h"
 #include "common/metric_samples.h"
 #include "common/metrics.h"
@@ -121,6 +122,7 @@ absl::Status CoreWorker::Start() {
   }
   raylet_ = std::make_unique<RpcClient<rpc::RayletService>>(options_.raylet_address, options_.token);
   worker_clients_ = std::make_unique<WorkerClientPool>(options_.token);
+  call_stream_clients_ = std::make_unique<CallStreamClientPool>(options_.token);
   raylet_clients_ = std::make_unique<RayletClientPool>(options_.token);
   objects_ = std::make_unique<ObjectTable>(
       [this](const ObjectID& id, const std::string& node) {
@@ -179,6 +181,7 @@ absl::Status CoreWorker::Start() {
   auto server = StartServer(options_.node_ip, 0, {service_.get()}, unix_socket_);
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
+  if (auto started = StartCallStream(); !started.ok()) return started;
   self_address_.set_ip(options_.node_ip);
   self_address_.set_port(server->port);
   self_address_.set_worker_id(options_.worker_id.Binary());
@@ -190,6 +193,10 @@ absl::Status CoreWorker::Start() {
   reg.set_port(server->port);
   reg.set_is_driver(options_.is_driver);
   reg.set_unix_socket(unix_socket_);
+  if (call_stream_) {
+    reg.set_call_socket(call_stream_->unix_path());
+    reg.set_call_port(call_stream_->port());
+  }
   auto registered = raylet_->CallSync<rpc::RegisterWorkerReply>(ORB_RPC(RegisterWorker), reg, retrying);
   if (!registered.ok()) {
     return absl::UnavailableError("cannot register with the raylet at " + options_.raylet_address + ": " +
@@ -208,10 +215,10 @@ absl::Status CoreWorker::Start() {
   submit.worker_id = options_.worker_id;
   submit.self_address = self_address_;
   submit.events = task_events_.get();
+  pusher_ = std::make_unique<TaskPusher>(worker_clients_.get(), call_stream_clients_.get(), node_id_.Binary());
   submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
-                                               worker_clients_.get(), submit);
-  actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), worker_clients_.get(), node_id_,
-                                                      task_events_.get());
+                                               pusher_.get(), submit);
+  actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), pusher_.get(), task_events_.get());
   loop_.Start();
   if (options_.is_driver && LogSubscriber::EnabledByEnv()) {
     log_subscriber_ = std::make_unique<LogSubscriber>(gcs_.get(), &loop_, options_.job_id, &std::cerr);
@@ -245,6 +252,7 @@ void CoreWorker::Disconnect() {
   // cancelled, and their callbacks run now, while everything they touch still exists.
   auto drain = std::chrono::milliseconds(2000);
   if (worker_clients_) worker_clients_->Drain(drain);
+  if (call_stream_clients_) call_stream_clients_->Drain(drain);
   if (raylet_clients_) raylet_clients_->Drain(drain);
   if (raylet_) raylet_->Drain(drain);
   if (gcs_) gcs_->Drain(drain);
@@ -548,6 +556,44 @@ void CoreWorker::HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTask
     return send(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "tasks pushed to the wrong worker"));
   }
   receiver_->HandlePushTasks(req, reply, std::move(send));
+}
+
+absl::Status CoreWorker::StartCallStream() {
+  // A driver runs no tasks; ORB_CALL_STREAM=0 keeps a worker on gRPC (to compare the two).
+  const char* enabled = std::getenv("ORB_CALL_STREAM");
+  if (options_.is_driver || (enabled && std::string(enabled) == "0")) return absl::OkStatus();
+  CallStreamServer::Options stream;
+  stream.token = options_.token;
+  stream.unix_path = unix_socket_.empty() ? "" : unix_socket_ + ".calls";
+  stream.tcp_ip = options_.node_ip;
+  auto started = CallStreamServer::Start(
+      stream, [this](uint8_t method, std::string_view payload, CallStreamServer::Responder responder) {
+        HandleCallStream(method, payload, std::move(responder));
+      });
+  if (!started.ok()) return started.status();
+  call_stream_ = std::move(*started);
+  receiver_->ServeCallStream(call_stream_.get());
+  return absl::OkStatus();
+}
+
+void CoreWorker::HandleCallStream(uint8_t method, std::string_view payload, CallStreamServer::Responder responder) {
+  if (method != call_stream::kPushTasks) {
+    return responder.Fail(absl::UnimplementedError("no call-stream method " + std::to_string(method)));
+  }
+  auto request = std::make_shared<rpc::PushTasksRequest>();
+  if (!request->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return responder.Fail(absl::InvalidArgumentError("the call's payload is not a PushTasksRequest"));
+  }
+  if (request->intended_worker_id() != options_.worker_id.Binary()) {
+    return responder.Fail(absl::FailedPreconditionError("tasks pushed to the wrong worker"));
+  }
+  receiver_->RunArrived(std::move(request), [responder](const grpc::Status& status, const rpc::PushTasksReply& reply) mutable {
+    if (status.ok()) {
+      responder.Reply(reply.SerializeAsString());
+    } else {
+      responder.Fail(FromGrpc(status));
+    }
+  });
 }
 
 void CoreWorker::HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply*,

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "common/call_stream_server.h"
 #include "common/id.h"
 #include "common/rpc.h"
 #include "common/rpc_server.h"
@@ -127,6 +128,8 @@ class CoreWorker : public Runtime {
   const std::string& token() const { return options_.token; }
 
   void HandlePushTasks(const rpc::PushTasksRequest& req, rpc::PushTasksReply* reply, SendReply send);
+  // The same, arrived on the call stream (on the thread that runs tasks).
+  void HandleCallStream(uint8_t method, std::string_view payload, CallStreamServer::Responder responder);
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,
                              SendReply send);
   void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
@@ -145,6 +148,8 @@ class CoreWorker : public Runtime {
   explicit CoreWorker(CoreWorkerOptions options);
   absl::Status Start();
   absl::Status FindLocalRaylet();
+  // A worker's call stream (call_stream_); a driver serves none.
+  absl::Status StartCallStream();
   // The canonical environment of a task that asks for `requested` (RuntimeEnv JSON) on
   // top of this process's. RuntimeEnvError when it is malformed.
   std::string EffectiveRuntimeEnv(const std::string& requested) const;
@@ -227,6 +232,8 @@ class CoreWorker : public Runtime {
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;
   std::unique_ptr<RpcClient<rpc::RayletService>> raylet_;
   std::unique_ptr<WorkerClientPool> worker_clients_;
+  std::unique_ptr<CallStreamClientPool> call_stream_clients_;
+  std::unique_ptr<TaskPusher> pusher_;
   std::unique_ptr<RayletClientPool> raylet_clients_;
   std::unique_ptr<ObjectTable> objects_;
   std::unique_ptr<StoreClient> store_;
@@ -236,6 +243,9 @@ class CoreWorker : public Runtime {
   std::unique_ptr<RpcService> service_;
   StartedServer server_;
   std::string unix_socket_;  // where this process also serves, for callers on its node
+  // Where a worker takes task pushes and actor calls (polled by receiver_'s Run); drivers
+  // serve none. Destroyed before receiver_, which no longer polls it by then.
+  std::unique_ptr<CallStreamServer> call_stream_;
   std::atomic<uint32_t> put_index_{0};
   TaskID driver_task_id_;  // the pseudo-task that a driver's Puts and submissions belong to
   std::atomic<bool> disconnected_{false};

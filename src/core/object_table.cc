@@ -50,7 +50,7 @@ void ObjectTable::Complete(Entry& e, ObjectValuePtr value, Effects* effects) {
   e.released = false;
   for (auto& cb : e.on_ready) effects->callbacks.push_back([cb = std::move(cb), value] { cb(value); });
   e.on_ready.clear();
-  ready_cv_.notify_all();
+  effects->notify_ready = true;
 }
 
 void ObjectTable::AddReady(const ObjectID& id, rpc::ObjectValue value, const std::vector<ObjectID>& contained) {
@@ -292,6 +292,7 @@ void ObjectTable::AddHolds(const ObjectID& id, int delta, bool task, Effects* ef
 }
 
 void ObjectTable::Apply(Effects effects) {
+  if (effects.notify_ready) ready_cv_.notify_all();
   for (auto& cb : effects.callbacks) cb();
   for (const auto& [id, node] : effects.freed_in_store) on_free_in_store_(id, node);
   if (on_borrow_released_) {

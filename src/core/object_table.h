@@ -173,6 +173,9 @@ class ObjectTable {
     };
     std::vector<Released> borrows_released;
     std::vector<std::function<void()>> callbacks;  // on_ready callbacks to run
+    // An object became ready: wake the Get()s waiting, once the lock is let go (woken
+    // under it, a waiter would only block again on the lock).
+    bool notify_ready = false;
     std::vector<std::shared_ptr<const rpc::TaskSpec>> lineage_dropped;  // worklist of MaybeFree
   };
   // REQUIRES: mu_ held. Drops the entry if ready and unreferenced (only its value, if

@@ -1,6 +1,7 @@
 #include "core/task_receiver.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include "common/unix_time.h"
 #include "core/exception_names.h"
@@ -27,30 +28,50 @@ void TaskReceiver::HandlePushTasks(const rpc::PushTasksRequest& request, rpc::Pu
   if (stopped_) return send(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is exiting"));
   queue_.push_back(Batch{&request, reply, std::move(send)});
   cv_.notify_one();
+  if (stream_) stream_->Wake();
+}
+
+void TaskReceiver::RunArrived(std::shared_ptr<const rpc::PushTasksRequest> request, AnswerBatch answer) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return answer(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is exiting"), {});
+  }
+  auto reply = std::make_shared<rpc::PushTasksReply>();
+  const rpc::PushTasksRequest* view = request.get();
+  RunBatch(Batch{view, reply.get(), [request = std::move(request), reply, answer = std::move(answer)](grpc::Status status) {
+                   answer(status, *reply);
+                 }});
 }
 
 void TaskReceiver::Run() {
   while (true) {
-    Batch batch;
+    std::optional<Batch> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopped_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      batch = std::move(queue_.front());
-      queue_.pop_front();
+      if (!stream_) cv_.wait(lock, [this] { return stopped_ || !queue_.empty(); });
+      if (stopped_ && queue_.empty()) return;
+      if (!queue_.empty()) {
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
-    SetVisibleGpus(*batch.request);
-    bool actor_calls = actor_pool_ && batch.request->tasks_size() > 0 && !batch.request->tasks(0).actor_id().empty();
-    if (actor_calls) {
-      RunOnPool(std::move(batch));
-      continue;
+    if (batch) {
+      RunBatch(std::move(*batch));
+    } else {
+      stream_->PollOnce(-1);  // runs what arrives; returns early on Wake()
     }
-    BatchResults results(*batch.request);
-    int unreported = RunInOrder(batch, &results);
-    results.MoveInto(batch.reply, unreported);
-    batch.send(grpc::Status::OK);
-    if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
   }
+}
+
+void TaskReceiver::RunBatch(Batch batch) {
+  SetVisibleGpus(*batch.request);
+  bool actor_calls = actor_pool_ && batch.request->tasks_size() > 0 && !batch.request->tasks(0).actor_id().empty();
+  if (actor_calls) return RunOnPool(std::move(batch));
+  BatchResults results(*batch.request);
+  int unreported = RunInOrder(batch, &results);
+  results.MoveInto(batch.reply, unreported);
+  batch.send(grpc::Status::OK);
+  if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
 }
 
 int TaskReceiver::RunInOrder(const Batch& batch, BatchResults* results) {
@@ -139,9 +160,12 @@ void TaskReceiver::RunOnPool(Batch batch) {
 }
 
 void TaskReceiver::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stopped_ = true;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  if (stream_) stream_->Wake();
 }
 
 TaskReceiver::BatchResults::BatchResults(const rpc::PushTasksRequest& request)

@@ -1,8 +1,10 @@
 // Runs the tasks pushed to this worker, in order, on the thread that calls Run().
 //
-// PushTasks arrives on a gRPC thread and is queued; Run() (the worker's main thread)
-// takes each batch, resolves arguments, calls the registered function, stores a large
-// result in the node's object store, and answers with the results. A task that throws
+// PushTasks arrives on a gRPC thread and is queued, or on the worker's call stream
+// (common/call_stream_server.h), which Run() itself polls and whose batches it runs at
+// once, with no hop between threads. Run() (the worker's main thread) takes each batch,
+// resolves arguments, calls the registered function, stores a large result in the
+// node's object store, and answers with the results. A task that throws
 // answers a TASK_ERROR naming the function and the message; the worker keeps serving.
 // While a batch runs long (kEarlyReportAfter since its start or its last report), the
 // results finished so far go to the caller at once (report_results, one call at a
@@ -34,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/call_stream_server.h"
 #include "common/rpc.h"
 #include "common/thread_pool.h"
 #include "core_worker_service.pb.h"
@@ -74,7 +77,12 @@ class TaskReceiver {
   explicit TaskReceiver(Hooks hooks) : hooks_(std::move(hooks)) {}
 
   void HandlePushTasks(const rpc::PushTasksRequest& request, rpc::PushTasksReply* reply, SendReply send);
-  // Serves queued batches until Stop().
+  // Run() also serves `stream` (not owned; set before Run()).
+  void ServeCallStream(CallStreamServer* stream) { stream_ = stream; }
+  using AnswerBatch = std::function<void(const grpc::Status& status, const rpc::PushTasksReply& reply)>;
+  // A batch that arrived on the call stream, on the thread in Run(): runs it now.
+  void RunArrived(std::shared_ptr<const rpc::PushTasksRequest> request, AnswerBatch answer);
+  // Serves queued batches (and the call stream) until Stop().
   void Run();
   void Stop();
 
@@ -106,6 +114,8 @@ class TaskReceiver {
     rpc::PushTasksReply* reply;
     SendReply send;
   };
+  // Runs a batch: in order on this thread, or on the pool for a concurrent actor.
+  void RunBatch(Batch batch);
   rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch);
   rpc::TaskResult ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch);
   // Runs a batch in order on this thread, reporting results early while it runs long;
@@ -117,6 +127,7 @@ class TaskReceiver {
   void SetVisibleGpus(const rpc::PushTasksRequest& request);
 
   Hooks hooks_;
+  CallStreamServer* stream_ = nullptr;
   std::shared_ptr<void> actor_;  // the actor instance this worker hosts, if any
   std::string actor_id_;
   std::unique_ptr<ThreadPool> actor_pool_;  // for max_concurrency > 1

@@ -42,11 +42,11 @@ class Locked {
 }  // namespace
 
 TaskSubmitter::TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
-                             RayletClientPool* raylets, WorkerClientPool* workers, TaskSubmitterOptions options)
+                             RayletClientPool* raylets, TaskPusher* pusher, TaskSubmitterOptions options)
     : loop_(loop),
       objects_(objects),
       raylet_(std::shared_ptr<void>(), raylet),  // aliasing, owning nothing
-      raylets_(raylets), workers_(workers), options_(std::move(options)) {}
+      raylets_(raylets), pusher_(pusher), options_(std::move(options)) {}
 
 void TaskSubmitter::Submit(std::shared_ptr<const rpc::TaskSpec> spec) {
   // Arguments stay alive until the task is done with them.
@@ -221,11 +221,6 @@ void TaskSubmitter::OnLeaseReply(const std::string& key, std::shared_ptr<RpcClie
   lease.address = reply.worker_address();
   lease.gpu_ids.assign(reply.gpu_ids().begin(), reply.gpu_ids().end());
   lease.gpu_env = std::move(*reply.mutable_gpu_env());
-  // A worker on this node is reached over its Unix socket: cheaper than loopback TCP.
-  bool same_node = lease.address.node_id() == options_.self_address.node_id();
-  lease.client = workers_->Get(same_node && !lease.address.unix_socket().empty()
-                                   ? "unix:" + lease.address.unix_socket()
-                                   : AddressString(lease.address));
   if (queue.pending.empty()) {
     MaybeReturnIdle(key, id);
     return;
@@ -252,19 +247,16 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
     if (suspect) break;
   }
   lease.batches_in_flight++;
-  lease.idle_epoch++;
   spdlog::debug("pushing {} task(s) to lease {}", batch.size(), lease.id.Hex().substr(0, 8));
   auto pushed = in_flight_.Add(std::move(batch));
-  CallOptions call;
-  call.timeout = std::chrono::hours(24 * 365);  // tasks may run for as long as they like
   LeaseID lease_id = lease.id;
-  lease.client->Call<rpc::PushTasksReply>(
-      ORB_RPC(PushTasks), request,
+  pusher_->Push(
+      lease.address, request,
       [this, key, lease_id, pushed](const absl::Status& status, rpc::PushTasksReply&& reply) mutable {
         // Tasks whose results came early are done; the rest are this reply's.
         std::vector<rpc::TaskSpec> remaining = in_flight_.Finish(pushed);
         if (status.ok() && !holding_lock) {
-          // On the gRPC thread, no hop through the loop: free the lease for the next
+          // On the transport thread, no hop through the loop: free the lease for the next
           // push first, then record the results, waking any Get. A blocking caller's
           // next task can then go out from its own thread at once.
           {
@@ -279,8 +271,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
           Locked lock(mu_);
           OnBatchDone(key, lease_id, std::move(remaining), status);
         });
-      },
-      call);
+      });
 }
 
 bool TaskSubmitter::CompleteEarly(rpc::TaskResult result) {
@@ -312,14 +303,8 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
     if (lease_it != queue.leases.end()) {
       lease_it->second.batches_in_flight--;
       if (queue.pending.empty() && lease_it->second.batches_in_flight == 0) {
-        lease_it->second.idle_epoch++;
-        uint64_t epoch = lease_it->second.idle_epoch;
-        loop_->RunAfter(options_.lease_idle, [this, key, lease_id, epoch] {
-          Locked lock(mu_);
-          auto& q = queues_[key];
-          auto it = q.leases.find(lease_id);
-          if (it != q.leases.end() && it->second.idle_epoch == epoch) MaybeReturnIdle(key, lease_id);
-        });
+        lease_it->second.idle_since = std::chrono::steady_clock::now();
+        if (!lease_it->second.idle_timer_set) SetIdleTimer(key, lease_it->second, options_.lease_idle);
       }
     }
     Pump(key);
@@ -393,6 +378,23 @@ void TaskSubmitter::MaybeReturnIdle(const std::string& key, const LeaseID& lease
   std::shared_ptr<RpcClient<rpc::RayletService>> raylet = it->second.raylet;
   queue.leases.erase(it);
   ReturnLease(raylet, lease_id, /*worker_failed=*/false);
+}
+
+void TaskSubmitter::SetIdleTimer(const std::string& key, Lease& lease, std::chrono::milliseconds after) {
+  lease.idle_timer_set = true;
+  loop_->RunAfter(after, [this, key, lease_id = lease.id] {
+    Locked lock(mu_);
+    ShapeQueue& queue = queues_[key];
+    auto it = queue.leases.find(lease_id);
+    if (it == queue.leases.end()) return;
+    Lease& idle = it->second;
+    idle.idle_timer_set = false;
+    // Busy now: the batch that finishes last sets the timer again.
+    if (idle.batches_in_flight > 0 || !queue.pending.empty()) return;
+    auto since = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - idle.idle_since);
+    if (since >= options_.lease_idle) return MaybeReturnIdle(key, lease_id);
+    SetIdleTimer(key, idle, options_.lease_idle - since);
+  });
 }
 
 void TaskSubmitter::ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,

@@ -11,7 +11,7 @@
 //
 // Submit() is thread-safe. State is guarded by mu_: a task without ObjectRef arguments
 // is enqueued and pushed on the caller's thread; a finished batch is recorded, and its
-// lease freed, on the gRPC thread that delivers the reply; dependency resolution, lease
+// lease freed, on the transport thread that delivers the reply; dependency resolution, lease
 // replies, failures and timers run on the loop.
 #pragma once
 
@@ -29,6 +29,7 @@
 #include "common/rpc.h"
 #include "core/in_flight_tasks.h"
 #include "core/object_table.h"
+#include "core/task_pusher.h"
 #include "core/worker_client_pool.h"
 #include "core_worker_service.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"
@@ -51,9 +52,10 @@ struct TaskSubmitterOptions {
 
 class TaskSubmitter {
  public:
-  // `raylet` is the local raylet; `raylets` reaches others that leases spill back to.
+  // `raylet` is the local raylet; `raylets` reaches others that leases spill back to;
+  // `pusher` sends tasks to leased workers.
   TaskSubmitter(EventLoop* loop, ObjectTable* objects, RpcClient<rpc::RayletService>* raylet,
-                RayletClientPool* raylets, WorkerClientPool* workers, TaskSubmitterOptions options);
+                RayletClientPool* raylets, TaskPusher* pusher, TaskSubmitterOptions options);
 
   // Takes one task. Its return object must already be pending in the ObjectTable. The
   // spec is shared, not copied, with whoever else keeps it (the object's lineage) until
@@ -72,11 +74,14 @@ class TaskSubmitter {
     LeaseID id;
     std::shared_ptr<RpcClient<rpc::RayletService>> raylet;  // the raylet that granted it
     rpc::Address address;
-    std::shared_ptr<RpcClient<rpc::CoreWorkerService>> client;
     std::vector<int32_t> gpu_ids;  // CUDA_VISIBLE_DEVICES for its tasks
     google::protobuf::Map<std::string, std::string> gpu_env;  // and the rest of their GPU environment
     int batches_in_flight = 0;
-    uint64_t idle_epoch = 0;  // bumped whenever work is pushed; stale idle timers do nothing
+    // Since when it has had nothing to do (valid while idle), and whether its idle timer
+    // is set: one timer per lease at a time, re-armed for what is left when it finds the
+    // lease used meanwhile, so a loop of blocking calls sets none per call.
+    std::chrono::steady_clock::time_point idle_since;
+    bool idle_timer_set = false;
   };
   struct ShapeQueue {
     std::map<std::string, double> resources;
@@ -108,6 +113,8 @@ class TaskSubmitter {
   void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause,
                     rpc::ErrorType type = rpc::WORKER_CRASHED);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
+  // Returns the lease once it has been idle for lease_idle; `after`: when to look.
+  void SetIdleTimer(const std::string& shape_key, Lease& lease, std::chrono::milliseconds after);
   void ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
                    bool worker_failed);
   // Complete and Fail are thread-safe.
@@ -119,7 +126,7 @@ class TaskSubmitter {
   InFlightTasks in_flight_;
   std::shared_ptr<RpcClient<rpc::RayletService>> raylet_;  // this node's (not owned)
   RayletClientPool* raylets_;
-  WorkerClientPool* workers_;
+  TaskPusher* pusher_;
   TaskSubmitterOptions options_;
   std::mutex mu_;
   std::unordered_map<std::string, ShapeQueue> queues_;  // guarded by mu_

@@ -1,6 +1,7 @@
 // Client pools of the core worker: other drivers and workers, other nodes' raylets.
 #pragma once
 
+#include "common/call_stream_client.h"
 #include "common/client_pool.h"
 #include "core_worker_service.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"
@@ -11,5 +12,7 @@ namespace orb {
 using WorkerClientPool = ClientPool<rpc::CoreWorkerService>;
 // Clients of other nodes' raylets (leases spilled back to them).
 using RayletClientPool = ClientPool<rpc::RayletService>;
+// Call streams to other workers (task pushes and actor calls; common/call_stream_client.h).
+using CallStreamClientPool = ClientPoolOf<CallStreamClient>;
 
 }  // namespace orb

@@ -272,6 +272,8 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   address->set_ip(options_.node_ip);
   address->set_port(worker->port);
   address->set_unix_socket(worker->unix_socket);
+  address->set_call_socket(worker->call_socket);
+  address->set_call_port(worker->call_port);
   address->set_worker_id(worker->id.Binary());
   address->set_node_id(options_.node_id.Binary());
   pending.callback(std::move(reply));

@@ -461,8 +461,7 @@ void Raylet::HandleRegisterWorker(const rpc::RegisterWorkerRequest& req, rpc::Re
                                   SendReply send) {
   WorkerID id = WorkerID::FromBinary(req.worker_id());
   if (id.IsNil()) return send(Invalid("worker_id must be 16 bytes"));
-  auto s = worker_pool_->Register(id, JobID::FromBinary(req.job_id()), req.pid(), req.port(), req.unix_socket(),
-                                   req.is_driver());
+  auto s = worker_pool_->Register(req);
   if (!s.ok()) return send(ToGrpc(s));
   reply->set_node_id(node_id_.Binary());
   reply->set_object_store_path(arena_->path());

@@ -118,23 +118,25 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& 
   return absl::OkStatus();
 }
 
-absl::Status WorkerPool::Register(const WorkerID& id, const JobID& job, pid_t pid, int port,
-                                  const std::string& unix_socket, bool is_driver) {
+absl::Status WorkerPool::Register(const rpc::RegisterWorkerRequest& request) {
+  WorkerID id = WorkerID::FromBinary(request.worker_id());
   auto it = workers_.find(id);
   if (it == workers_.end()) {
-    if (!is_driver) return absl::NotFoundError("worker " + id.Hex() + " was not started by this raylet");
+    if (!request.is_driver()) return absl::NotFoundError("worker " + id.Hex() + " was not started by this raylet");
     WorkerProcess& d = workers_[id];
     d.id = id;
-    d.job = job;
-    d.pid = pid;
-    d.port = port;
+    d.job = JobID::FromBinary(request.job_id());
+    d.pid = request.pid();
+    d.port = request.port();
     d.is_driver = true;
     d.start_time_ms = UnixMillis();
     d.state = WorkerProcess::State::kLeased;  // never handed out
     return absl::OkStatus();
   }
-  it->second.port = port;
-  it->second.unix_socket = unix_socket;
+  it->second.port = request.port();
+  it->second.unix_socket = request.unix_socket();
+  it->second.call_socket = request.call_socket();
+  it->second.call_port = request.call_port();
   it->second.state = WorkerProcess::State::kIdle;
   it->second.idle_since = std::chrono::steady_clock::now();
   return absl::OkStatus();
@@ -195,7 +197,9 @@ void WorkerPool::StopWorkersOf(const JobID& job) {
 void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it) {
   WorkerProcess dead = it->second;
   workers_.erase(it);
-  if (!dead.unix_socket.empty()) ::unlink(dead.unix_socket.c_str());  // a killed process leaves it behind
+  // A killed process leaves its sockets behind.
+  if (!dead.unix_socket.empty()) ::unlink(dead.unix_socket.c_str());
+  if (!dead.call_socket.empty()) ::unlink(dead.call_socket.c_str());
   if (dead.is_driver) {
     // The job is over: its workers have nothing left to do.
     for (auto& [id, w] : workers_) {

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/id.h"
 #include "gcs_service.pb.h"
+#include "raylet_service.pb.h"
 #include "raylet/worker_cgroups.h"
 
 namespace orb {
@@ -71,6 +72,8 @@ struct WorkerProcess {
   pid_t pid = 0;
   int port = 0;
   std::string unix_socket;
+  std::string call_socket;  // its call stream, when it serves one
+  int call_port = 0;
   bool is_driver = false;
   // Leased by the GCS for an actor: the GCS decides when it goes (a detached actor
   // outlives its job's driver), not the driver's exit.
@@ -91,8 +94,7 @@ class WorkerPool {
   // workers; FailedPrecondition, naming the cause, when the environment cannot be set up.
   absl::Status StartWorker(const rpc::JobInfo& job, const WorkerKind& kind = {});
   // A started worker (or a driver) reports its port. NotFound for an unknown worker ID.
-  absl::Status Register(const WorkerID& id, const JobID& job, pid_t pid, int port, const std::string& unix_socket,
-                        bool is_driver);
+  absl::Status Register(const rpc::RegisterWorkerRequest& request);
   void Disconnect(const WorkerID& id);
 
   // An idle worker of `job` and `kind`, now marked leased; null when there is none.

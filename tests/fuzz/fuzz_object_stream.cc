@@ -94,7 +94,7 @@ int Connect(int port) {
 // Sends `bytes` to the holder as one peer would, then reads every answer to the end.
 void ToServer(Holder& holder, const uint8_t* bytes, size_t size) {
   int fd = Connect(holder.server->port());
-  (void)os::WriteAll(fd, bytes, size);
+  (void)orb::WriteAll(fd, bytes, size);
   ::shutdown(fd, SHUT_WR);
   char sink[65536];
   while (::read(fd, sink, sizeof(sink)) > 0) {
@@ -145,8 +145,8 @@ void ToClient(const uint8_t* bytes, size_t size) {
       os::ConfigureSocket(fd, 5);
       os::RequestHeader request;
       std::string token(kToken.size(), '\0');
-      if (os::ReadAll(fd, &request, sizeof(request)) && os::ReadAll(fd, token.data(), token.size())) {
-        (void)os::WriteAll(fd, bytes, size);
+      if (orb::ReadAll(fd, &request, sizeof(request)) && orb::ReadAll(fd, token.data(), token.size())) {
+        (void)orb::WriteAll(fd, bytes, size);
       }
       ::shutdown(fd, SHUT_WR);  // the answer ends here
     }

@@ -21,6 +21,7 @@
 #include "common/process.h"
 #include "common/rpc.h"
 #include "common/session.h"
+#include "common/sockets.h"
 #include "raylet/object_manager/object_stream_protocol.h"
 #include "gcs_service.grpc.pb.h"
 #include "gossip.grpc.pb.h"
@@ -365,17 +366,17 @@ struct StreamConnection {
     object_stream::RequestHeader request{object_stream::kMagic, object_stream::kVersion,
                                          static_cast<uint32_t>(token.size()), {}, offset, length};
     std::memcpy(request.object_id, id.Binary().data(), object_stream::kObjectIdBytes);
-    if (!object_stream::WriteAll(fd, &request, sizeof(request)) || !object_stream::WriteAll(fd, token.data(), token.size())) {
+    if (!orb::WriteAll(fd, &request, sizeof(request)) || !orb::WriteAll(fd, token.data(), token.size())) {
       return -1;
     }
     return Answer(data);
   }
   int64_t Answer(std::string* data) {
     object_stream::ResponseHeader response{};
-    if (!object_stream::ReadAll(fd, &response, sizeof(response))) return -1;
+    if (!orb::ReadAll(fd, &response, sizeof(response))) return -1;
     if (response.status == object_stream::kOk && data) {
       data->resize(response.length);
-      if (!object_stream::ReadAll(fd, data->data(), data->size())) return -1;
+      if (!orb::ReadAll(fd, data->data(), data->size())) return -1;
     }
     return response.status;
   }
@@ -436,7 +437,7 @@ TEST_CASE("the object stream refuses garbage, strangers and bad ranges, counts t
   {
     StreamConnection garbage(port);
     std::string junk(64, '\x7f');
-    REQUIRE(object_stream::WriteAll(garbage.fd, junk.data(), junk.size()));
+    REQUIRE(orb::WriteAll(garbage.fd, junk.data(), junk.size()));
     CHECK(garbage.Answer(nullptr) == object_stream::kMalformed);
     CHECK(garbage.ClosedByPeer());
   }

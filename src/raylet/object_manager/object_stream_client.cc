@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/sockets.h"
 #include "raylet/object_manager/object_stream_protocol.h"
 
 namespace orb {
@@ -73,8 +74,8 @@ absl::Status ObjectStreamClient::FetchNow(const std::string& address, const Obje
     bool reused = false;
     fd = Borrow(address, started, &reused, &error);
     if (fd < 0) return error;
-    if (os::WriteAll(fd, &request, sizeof(request)) && os::WriteAll(fd, token_.data(), token_.size()) &&
-        os::ReadAll(fd, &response, sizeof(response))) {
+    if (WriteAll(fd, &request, sizeof(request)) && WriteAll(fd, token_.data(), token_.size()) &&
+        ReadAll(fd, &response, sizeof(response))) {
       break;
     }
     Close(fd);
@@ -106,7 +107,7 @@ absl::Status ObjectStreamClient::FetchNow(const std::string& address, const Obje
     return absl::DataLossError("the object stream at " + address + " offered " + std::to_string(response.length) +
                                " bytes where " + std::to_string(length) + " were asked for");
   }
-  if (!os::ReadAll(fd, dest, length)) {
+  if (!ReadAll(fd, dest, length)) {
     Close(fd);
     return absl::UnavailableError("the object stream at " + address + " broke off mid-range");
   }

@@ -47,10 +47,6 @@ struct ResponseHeader {
 };
 #pragma pack(pop)
 
-// Blocking, all or nothing: false when the peer closed, an error or a socket timeout.
-bool WriteAll(int fd, const void* data, size_t bytes);
-bool ReadAll(int fd, void* data, size_t bytes);
-
 // Sets the timeouts that bound every blocking call on `fd`, and TCP_NODELAY.
 void ConfigureSocket(int fd, int timeout_seconds);
 

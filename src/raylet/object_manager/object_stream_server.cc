@@ -9,6 +9,7 @@
 
 #include "common/metrics.h"
 #include "common/rpc.h"
+#include "common/sockets.h"
 #include "raylet/object_manager/object_stream_protocol.h"
 
 namespace orb {
@@ -18,30 +19,9 @@ namespace os = object_stream;
 absl::StatusOr<std::unique_ptr<ObjectStreamServer>> ObjectStreamServer::Start(const std::string& bind_ip, int port,
                                                                                std::string token,
                                                                                ObjectStreamSource source) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-  addrinfo* found = nullptr;
-  std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(bind_ip.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    return absl::InvalidArgumentError("object stream: cannot bind to " + bind_ip + ": " + ::gai_strerror(rc));
-  }
-  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
-  ::freeaddrinfo(found);
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  if (!ok || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-    std::string why = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return absl::UnavailableError("object stream: cannot listen on " + bind_ip + ":" + service + ": " + why);
-  }
-  int bound_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                                : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  auto server = std::unique_ptr<ObjectStreamServer>(new ObjectStreamServer(fd, bound_port, std::move(token), source));
+  auto listener = ListenTcp(bind_ip, port, "object stream");
+  if (!listener.ok()) return listener.status();
+  auto server = std::unique_ptr<ObjectStreamServer>(new ObjectStreamServer(listener->fd, listener->port, std::move(token), source));
   server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   return server;
 }
@@ -116,10 +96,10 @@ void ObjectStreamServer::Forget(int fd) {
 
 bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader, bool* authenticated) {
   os::RequestHeader request;
-  if (!os::ReadAll(fd, &request, sizeof(request))) return false;  // closed, or no request in time
+  if (!ReadAll(fd, &request, sizeof(request))) return false;  // closed, or no request in time
   auto answer = [fd](os::Status status, uint64_t length) {
     os::ResponseHeader response{status, length};
-    return os::WriteAll(fd, &response, sizeof(response));
+    return WriteAll(fd, &response, sizeof(response));
   };
   if (request.magic != os::kMagic || request.version != os::kVersion || request.token_bytes > os::kMaxTokenBytes) {
     IncrementCounter("object_stream_malformed");
@@ -127,7 +107,7 @@ bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader, bool* authenti
     return false;
   }
   std::string token(request.token_bytes, '\0');
-  if (!os::ReadAll(fd, token.data(), token.size())) return false;
+  if (!ReadAll(fd, token.data(), token.size())) return false;
   if (!TokenMatches(token, token_)) {
     IncrementCounter("object_stream_rejected_unauthenticated");
     answer(os::kUnauthenticated, 0);
@@ -150,7 +130,7 @@ bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader, bool* authenti
     return answer(os::kOutOfRange, 0);
   }
   bool sent = answer(os::kOk, request.length) &&
-              os::WriteAll(fd, source_.arena + where.offset + request.offset, request.length);
+              WriteAll(fd, source_.arena + where.offset + request.offset, request.length);
   source_.unpin(id, reader);
   if (sent) IncrementCounter("object_transfer_sent_bytes", static_cast<int64_t>(request.length));
   return sent;

@@ -1,0 +1,40 @@
+// Sends batches of tasks (PushTasks) to the workers that run them: over the worker's
+// call stream when it serves one (common/call_stream_client.h; its Unix socket on the
+// same node, TCP otherwise), else over gRPC (its Unix socket on the same node). Both
+// answer the same way: a reply, or a status that says the worker is gone or refused.
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/worker_client_pool.h"
+#include "core_worker_service.pb.h"
+
+namespace orb {
+
+class TaskPusher {
+ public:
+  // `done` runs once, on a transport thread, or on the calling thread when the push
+  // fails at once.
+  using Done = std::function<void(const absl::Status& status, rpc::PushTasksReply&& reply)>;
+
+  // `local_node_id`: this process's node (binary), to pick Unix sockets for its workers.
+  TaskPusher(WorkerClientPool* grpc, CallStreamClientPool* streams, std::string local_node_id)
+      : grpc_(grpc), streams_(streams), local_node_id_(std::move(local_node_id)) {}
+
+  void Push(const rpc::Address& worker, const rpc::PushTasksRequest& request, Done done);
+
+  // Where `worker` takes gRPC calls from this node.
+  std::string GrpcEndpoint(const rpc::Address& worker) const;
+  // Where it takes call-stream calls from this node; empty when it serves none.
+  std::string StreamEndpoint(const rpc::Address& worker) const;
+
+ private:
+  WorkerClientPool* grpc_;
+  CallStreamClientPool* streams_;  // null: gRPC only
+  const std::string local_node_id_;
+};
+
+}  // namespace orb
