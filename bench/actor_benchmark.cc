@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -50,6 +51,11 @@ void CallAll(const std::vector<orb::ActorHandle<Echo>>& actors, int calls) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--exit-at-once") == 0) return 0;  // for ProcessSpawnsPerSecond
+  if (argc > 1 && std::strcmp(argv[1], "--fork-rate") == 0) {
+    // As a fork server forks: a process of this executable before orb::Init.
+    std::cout << bench::ForksPerSecond() << std::endl;
+    return 0;
+  }
   bool quick = false;
   for (int i = 1; i < argc; ++i) quick = quick || std::strcmp(argv[i], "--quick") == 0;
   int scale = quick ? 10 : 1;
@@ -95,6 +101,9 @@ int main(int argc, char** argv) {
   // A process linked with liborb, started and waited for: what a worker start costs at least.
   double spawns = bench::ProcessSpawnsPerSecond("/proc/self/exe", {"--exit-at-once"});
   bench::Report("process_spawns", spawns, "processes/s", 0);
+  // Workers after a job's first are forked from its fork server: this bounds them.
+  double forks = bench::OutputOf(std::filesystem::read_symlink("/proc/self/exe").string() + " --fork-rate");
+  bench::Report("worker_forks", forks, "forks/s", 0);
   int count = 100 / (quick ? 5 : 1);
   Measure(
       "actors_per_second", "actors/s", count,
@@ -104,7 +113,7 @@ int main(int argc, char** argv) {
         CallAll(created, count);
         for (auto& a : created) a.Kill();
       },
-      {200, spawns, "process_spawns"});
+      {200, forks, "worker_forks"});
   count = 1000 / scale;
   Measure(
       "placement_group_create/removal", "groups/s", count,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -103,6 +104,29 @@ inline double ProcessSpawnsPerSecond(const std::string& path, std::vector<std::s
   for (int i = 0; i < count; ++i) {
     pid_t pid = 0;
     if (::posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return 0;
+    ::waitpid(pid, nullptr, 0);
+  }
+  return count / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The number `command` prints (0 when it prints none).
+inline double OutputOf(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return 0;
+  double value = 0;
+  if (std::fscanf(pipe, "%lf", &value) != 1) value = 0;
+  ::pclose(pipe);
+  return value;
+}
+
+// fork() of this process and waitpid() for the child, which exits at once: what a worker
+// forked by a job's fork server costs at least.
+inline double ForksPerSecond(int count = 200) {
+  auto start = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    pid_t pid = ::fork();
+    if (pid < 0) return 0;
+    if (pid == 0) ::_exit(0);
     ::waitpid(pid, nullptr, 0);
   }
   return count / std::chrono::duration<double>(Clock::now() - start).count();

@@ -8,11 +8,13 @@
 #include <map>
 #include <mutex>
 
+#include "common/fork_server_protocol.h"
 #include "common/logging.h"
 #include "common/process.h"
 #include "common/resources.h"
 #include "common/runtime_env_spec.h"
 #include "common/session.h"
+#include "core/fork_server.h"
 #include "core/core_worker.h"
 #include "core/embedded_cluster.h"
 #include "core/library_loader.h"
@@ -128,6 +130,8 @@ std::string JobRuntimeEnv(const Config& config) {
 }  // namespace
 
 void Init(const Config& base, int argc, char** argv) {
+  // A job's fork server returns from here only in each worker it forks.
+  if (!Env(fork_server::kSocketEnv).empty()) RunForkServer(Env(fork_server::kSocketEnv));
   if (Env("ORB_WORKER_MODE") == "1") RunWorker();
   if (g_runtime) {
     // As in Ray: a second Init is a no-op (the first one's cluster and options stay).

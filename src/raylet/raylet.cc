@@ -122,6 +122,12 @@ absl::Status Raylet::Start() {
   if (auto s = SetUpIsolation(); !s.ok()) return s;
   WorkerPoolOptions pool;
   pool.cgroups = cgroups_.get();
+  // C++ workers are forked from a fork server per job; ORB_WORKER_FORK_SERVER=0 turns it
+  // off (to compare), as does a kernel that will not make the raylet a subreaper.
+  const char* fork_setting = std::getenv("ORB_WORKER_FORK_SERVER");
+  bool fork = !(fork_setting && std::string(fork_setting) == "0") && ForkServers::MakeSubreaper();
+  fork_servers_ = std::make_unique<ForkServers>(TempRoot() + "/sockets", fork);
+  pool.fork_servers = fork_servers_.get();
   pool.node_id_hex = node_id_.Hex();
   pool.raylet_address = options_.node_ip + ":" + std::to_string(port_);
   pool.node_ip = options_.node_ip;

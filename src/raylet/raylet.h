@@ -40,6 +40,7 @@
 #include "raylet/object_store/local_object_store.h"
 #include "common/shm_arena.h"
 #include "raylet/worker_cgroups.h"
+#include "raylet/fork_servers.h"
 #include "raylet/worker_pool.h"
 #include "raylet_service.grpc.pb.h"
 
@@ -188,6 +189,7 @@ class Raylet {
   LocalObjectStore object_store_;
   std::unique_ptr<WorkerCgroups> cgroups_;  // null: workers are not isolated (isolation_ says why)
   std::string isolation_;
+  std::unique_ptr<ForkServers> fork_servers_;  // before worker_pool_, which uses it
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
   std::unique_ptr<JobWatcher> job_watcher_;

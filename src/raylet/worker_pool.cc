@@ -21,6 +21,9 @@ WorkerPool::WorkerPool(WorkerPoolOptions options, DeathCallback on_death)
 
 namespace {
 
+// The fork servers of a job: their keys all start with it.
+std::string ForkServerKey(const JobID& job) { return job.Hex() + "|"; }
+
 std::string JoinPath(const std::vector<std::string>& parts) {
   std::string out;
   for (const auto& p : parts) {
@@ -98,7 +101,11 @@ absl::Status WorkerPool::StartWorker(const rpc::JobInfo& job, const WorkerKind& 
     process.output_path = options_.session_dir + "/logs/worker-" + id.Hex().substr(0, 12) + ".log";
   }
   process.die_with_parent = true;
-  auto pid = SpawnProcess(process);
+  std::optional<pid_t> forked;
+  if (kind.language == rpc::CPP && options_.fork_servers) {
+    forked = options_.fork_servers->Fork(ForkServerKey(job_id) + process.argv[0] + "|" + runtime_env, process);
+  }
+  auto pid = forked ? absl::StatusOr<pid_t>(*forked) : SpawnProcess(process);
   if (!pid.ok()) return pid.status();
   if (options_.cgroups) {
     if (auto s = options_.cgroups->Add(id, *pid); !s.ok()) spdlog::warn("worker {} runs outside its cgroup: {}", id.Hex(), s.ToString());
@@ -192,6 +199,7 @@ void WorkerPool::StopWorkersOf(const JobID& job) {
       ::kill(w.pid, SIGKILL);
     }
   }
+  if (options_.fork_servers) options_.fork_servers->Stop(ForkServerKey(job));
 }
 
 void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it) {
@@ -205,6 +213,7 @@ void WorkerPool::HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterat
     for (auto& [id, w] : workers_) {
       if (w.job == dead.job && !w.is_driver && !w.held_by_gcs) ::kill(w.pid, SIGKILL);
     }
+    if (options_.fork_servers) options_.fork_servers->Stop(ForkServerKey(dead.job));
   }
   on_death_(dead);
 }

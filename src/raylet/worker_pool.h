@@ -24,6 +24,7 @@
 #include "common/id.h"
 #include "gcs_service.pb.h"
 #include "raylet_service.pb.h"
+#include "raylet/fork_servers.h"
 #include "raylet/worker_cgroups.h"
 
 namespace orb {
@@ -45,6 +46,8 @@ struct WorkerPoolOptions {
   int max_starting = 4;
   // Each worker goes into a cgroup of its own here (null: workers are not isolated).
   WorkerCgroups* cgroups = nullptr;
+  // C++ workers are forked from these when one is up (null: always started anew).
+  ForkServers* fork_servers = nullptr;
 };
 
 // How a worker ended, as its tasks' errors tell it.

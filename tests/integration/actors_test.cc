@@ -71,6 +71,24 @@ ORB_REMOTE(Counter::Create, Counter::CreateChecked, &Counter::Add, &Counter::Get
 int AddThroughHandle(orb::ActorHandle<Counter> counter, int x) { return *counter.Task(&Counter::Add).Remote(x).Get(); }
 ORB_REMOTE(AddThroughHandle);
 
+// Kills the actor's process; what its later calls say once the death is known.
+std::string KillAndWaitForDeath(orb::ActorHandle<Counter>& counter) {
+  int pid = *counter.Task(&Counter::Pid).Remote().Get(30000);
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  std::string last;
+  orb::testing::WaitFor(
+      [&] {
+        try {
+          counter.Task(&Counter::Get).Remote().Get(30000);
+        } catch (const orb::ActorDiedError& e) {
+          last = e.what();
+        }
+        return last.find("SIGKILL") != std::string::npos;
+      },
+      std::chrono::seconds(15));
+  return last;
+}
+
 std::string TempMarker(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("orb-actors-test-" + std::to_string(::getpid()) + "-" + name))
       .string();
@@ -128,20 +146,27 @@ TEST_CASE("a crash without restarts makes that call and every later one ActorDie
 TEST_CASE("an actor whose process is killed says how it died", "[actors][faults][regression]") {
   orb::testing::EnsureCluster();
   auto counter = orb::Actor(Counter::Create).Remote(1);
-  int pid = *counter.Task(&Counter::Pid).Remote().Get(30000);
-  REQUIRE(::kill(pid, SIGKILL) == 0);
-  std::string last;
-  orb::testing::WaitFor(
-      [&] {
-        try {
-          counter.Task(&Counter::Get).Remote().Get(30000);
-        } catch (const orb::ActorDiedError& e) {
-          last = e.what();
-        }
-        return last.find("SIGKILL") != std::string::npos;
-      },
-      std::chrono::seconds(15));
-  CHECK_THAT(last, Catch::Contains("its worker process died (killed by signal 9 (SIGKILL))"));
+  CHECK_THAT(KillAndWaitForDeath(counter), Catch::Contains("its worker process died (killed by signal 9 (SIGKILL))"));
+}
+
+TEST_CASE("actors after the first come forked from the job's fork server, and their deaths are seen as any worker's",
+          "[actors][faults]") {
+  orb::testing::EnsureCluster();
+  std::vector<orb::ActorHandle<Counter>> counters;
+  for (int i = 0; i < 6; ++i) counters.push_back(orb::Actor(Counter::Create).Remote(i));
+  std::vector<orb::ObjectRef<std::string>> started;
+  for (auto& c : counters) started.push_back(c.Task(&Counter::Env).Remote(std::string("ORB_WORKER_STARTED_BY")));
+  int forked = -1;
+  auto how = orb::Get(started, 60000);
+  for (int i = 0; i < 6; ++i) {
+    if (*how[i] == "fork_server") forked = i;
+  }
+  REQUIRE(forked >= 0);  // the fork server is up by the time a few workers have started
+  // Its pid is the raylet's to reap: a kill is reported as for any worker.
+  auto& counter = counters[forked];
+  CHECK(*counter.Task(&Counter::Add).Remote(10).Get(30000) == forked + 10);
+  CHECK_THAT(KillAndWaitForDeath(counter), Catch::Contains("its worker process died (killed by signal 9 (SIGKILL))"));
+  for (auto& c : counters) c.Kill();
 }
 
 TEST_CASE("a crash with restarts left continues in a new process with the constructor rerun", "[actors][faults]") {
