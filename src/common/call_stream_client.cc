@@ -1,9 +1,11 @@
 #include "common/call_stream_client.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -21,8 +23,14 @@ namespace orb {
 namespace cs = call_stream;
 
 struct CallStreamClient::Link {
+  ~Link() {
+    if (fd >= 0) ::close(fd);  // when nothing can use it any more: never reused early
+  }
   std::string endpoint;
   int fd = -1;
+  // Held by whoever reads the socket: the call-stream thread, or a caller that waits for
+  // its own reply (Assist) while the link is out of the thread's epoll set.
+  std::mutex read_mu;
   std::chrono::milliseconds dead_after{0};
   std::mutex mu;
   std::condition_variable idle;
@@ -52,6 +60,10 @@ struct CallStreamClient::Link {
 };
 
 namespace {
+
+// Whether this thread is reading a link now (its callbacks run inside): it must not
+// start reading another's reply from within one.
+thread_local bool reading_here = false;
 
 void FailAll(std::vector<CallStreamClient::Callback> callbacks, const absl::Status& status) {
   for (auto& callback : callbacks) callback(status, {});
@@ -102,13 +114,8 @@ class Poller {
         }
         if (!Serve(*held, events[i].events)) finished.insert(link);
       }
-      // Removed only after the round, so that no later event of it names a closed fd.
-      for (auto* link : finished) {
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, link->fd, nullptr);
-        ::close(link->fd);
-        std::lock_guard<std::mutex> lock(mu_);
-        links_.erase(link);
-      }
+      // Removed only after the round, so that no later event of it names a link gone.
+      for (auto* link : finished) Forget(link);
     }
   }
 
@@ -159,8 +166,40 @@ class Poller {
         return false;
       }
     }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) return Read(link);
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      std::unique_lock<std::mutex> reading(link.read_mu, std::try_to_lock);
+      if (!reading) return true;  // a caller reads it (it is out of the set already)
+      reading_here = true;
+      bool alive = Read(link);
+      reading_here = false;
+      return alive;
+    }
     return true;
+  }
+
+ public:
+  // Stops watching `link` (its fd is closed once nothing holds the link).
+  void Forget(CallStreamClient::Link* link) {
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, link->fd, nullptr);
+    std::shared_ptr<CallStreamClient::Link> last;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = links_.find(link);
+    if (it == links_.end()) return;
+    last = std::move(it->second);
+    links_.erase(it);
+  }
+  // Takes `link` out of the epoll set (a caller reads it), or puts it back.
+  void Detach(CallStreamClient::Link& link) { ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, link.fd, nullptr); }
+  void Reattach(CallStreamClient::Link& link) {
+    std::unique_lock<std::mutex> lock(link.mu);
+    if (link.broken) {  // failed meanwhile (silent for too long): nothing to watch
+      lock.unlock();
+      return Forget(&link);
+    }
+    epoll_event event{};
+    event.events = EPOLLIN | EPOLLRDHUP | (link.want_write ? EPOLLOUT : 0);
+    event.data.ptr = &link;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, link.fd, &event);
   }
 
   bool Read(CallStreamClient::Link& link) {
@@ -233,6 +272,7 @@ class Poller {
     }
   }
 
+ private:
   static constexpr std::chrono::milliseconds kCheckEvery{1000};
   const int epoll_fd_;
   std::mutex mu_;
@@ -338,6 +378,42 @@ void CallStreamClient::CancelAll() {
   ::shutdown(link->fd, SHUT_RDWR);  // the poller sees it and closes the fd
   lock.unlock();
   FailAll(std::move(failed), absl::CancelledError("the call was cancelled: the client to " + endpoint_ + " closed"));
+}
+
+bool CallStreamClient::Assist(const std::function<bool()>& done, std::chrono::steady_clock::time_point until) {
+  std::shared_ptr<Link> link;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    link = link_;
+  }
+  if (!link || reading_here) return false;
+  std::unique_lock<std::mutex> reading(link->read_mu, std::try_to_lock);
+  if (!reading) return false;  // the call-stream thread is reading it this moment
+  {
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (link->broken || !link->connected || link->pending.empty()) return false;
+  }
+  Poller& poller = Poller::Instance();
+  poller.Detach(*link);
+  reading_here = true;
+  bool alive = true;
+  while (alive && !done()) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= until) break;
+    // In slices, so that a result that comes another way (another worker, a report) is
+    // seen soon too.
+    auto slice = std::min<std::chrono::steady_clock::duration>(until - now, kAssistSlice);
+    pollfd pfd{link->fd, POLLIN, 0};
+    int ready = ::poll(&pfd, 1, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count()));
+    if (ready > 0) alive = poller.Read(*link);
+  }
+  reading_here = false;
+  if (alive) {
+    poller.Reattach(*link);
+  } else {
+    poller.Forget(link.get());
+  }
+  return true;
 }
 
 bool CallStreamClient::WaitIdle(std::chrono::milliseconds timeout) {

@@ -40,6 +40,11 @@ class CallStreamClient {
   // Sends one call; `done` runs once: on the call-stream thread, or on this thread when
   // the call fails at once (the request is over the frame limit, the peer is gone).
   void Call(uint8_t method, std::string_view request, Callback done);
+  // Reads this client's replies on the calling thread (their callbacks run here) until
+  // `done()` or `until`, instead of leaving them to the call-stream thread: a thread
+  // about to wait for its own call's result takes one thread hand-off off the path.
+  // False, having done nothing, when no call is in flight or another thread is reading.
+  bool Assist(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
   // Fails every call in flight with CANCELLED and closes the connection.
   void CancelAll();
   // Whether no call is in flight, waiting up to `timeout` for it.
@@ -47,6 +52,8 @@ class CallStreamClient {
   const std::string& endpoint() const { return endpoint_; }
 
   struct Link;  // one connection (defined in the .cc)
+  // How often an assisting thread looks at `done()` while no reply comes.
+  static constexpr std::chrono::milliseconds kAssistSlice{2};
 
  private:
   const std::string endpoint_;

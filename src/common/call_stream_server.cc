@@ -20,10 +20,11 @@ namespace cs = call_stream;
 
 class CallStreamServer::Connection {
  public:
-  explicit Connection(int fd) : fd_(fd) {}
+  explicit Connection(int fd) : fd_(fd), accepted_(std::chrono::steady_clock::now()) {}
   ~Connection() { ::close(fd_); }
 
   int fd() const { return fd_; }
+  std::chrono::steady_clock::time_point accepted() const { return accepted_; }
   cs::FrameReader& reader() { return reader_; }
   std::atomic<bool> authenticated{false};  // set by the polling thread, read by the heartbeat's
 
@@ -47,6 +48,7 @@ class CallStreamServer::Connection {
 
  private:
   const int fd_;  // closed only when the last Responder lets go, so it is never reused early
+  const std::chrono::steady_clock::time_point accepted_;
   cs::FrameReader reader_;  // the polling thread's
   std::mutex write_mu_;
   bool broken_ = false;  // guarded by write_mu_
@@ -132,8 +134,15 @@ void CallStreamServer::Heartbeats() {
       }
     }
     lock.unlock();
+    auto now = std::chrono::steady_clock::now();
     for (const auto& connection : live) {
-      if (connection->authenticated) connection->Send(cs::kPing, 0, 0, {});
+      if (connection->authenticated) {
+        connection->Send(cs::kPing, 0, 0, {});
+      } else if (now - connection->accepted() > options_.hello_timeout) {
+        spdlog::warn("call stream: closing a connection that showed no token in time");
+        connection->Refuse(absl::StatusCode::kUnauthenticated, "no cluster token within " +
+                                                                   std::to_string(options_.hello_timeout.count()) + " ms");
+      }
     }
     live.clear();  // the last reference may close a socket: not under the lock
     lock.lock();
@@ -165,6 +174,13 @@ void CallStreamServer::PollOnce(int timeout_ms) {
 void CallStreamServer::Accept(int listener) {
   int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return;
+  size_t waiting = 0;
+  for (const auto& [other, connection] : connections_) waiting += !connection->authenticated;
+  if (waiting >= options_.max_unauthenticated) {
+    spdlog::warn("call stream: refusing a connection: {} others have not shown the token yet", waiting);
+    ::close(fd);
+    return;
+  }
   ConfigureTcp(fd, 10);
   timeval send_timeout{options_.send_timeout_seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));

@@ -11,8 +11,9 @@
 //
 // A connection must first present the cluster token (kHello); a wrong token, or a
 // frame that is not of this protocol, is answered with an error frame naming the cause
-// and the connection is closed. A peer that closes mid-frame is dropped. None of these
-// disturbs the other connections.
+// and the connection is closed. A peer that closes mid-frame is dropped, as is one that
+// shows no token within hello_timeout, or that finds max_unauthenticated others waiting
+// to. None of these disturbs the other connections.
 #pragma once
 
 #include <atomic>
@@ -57,6 +58,10 @@ class CallStreamServer {
     // How long a reply may wait for a peer that does not read before the connection goes.
     int send_timeout_seconds = 60;
     std::chrono::milliseconds heartbeat_interval = call_stream::kHeartbeatInterval;  // 0: none
+    // A connection that has not shown the token this long after it was accepted is
+    // closed (checked with each heartbeat); at most this many wait at once.
+    std::chrono::milliseconds hello_timeout{5000};
+    size_t max_unauthenticated = 64;
   };
   static absl::StatusOr<std::unique_ptr<CallStreamServer>> Start(Options options, Handler handler);
   ~CallStreamServer();

@@ -13,10 +13,13 @@ void CountUnauthenticated() { IncrementCounter("rpc_rejected_unauthenticated"); 
 RpcService::RpcService(std::string full_name, ServiceContext context)
     : full_name_(std::move(full_name)), context_(std::move(context)) {}
 
-HistogramSeries* RpcService::LatencyOf(const std::string& method) const {
-  std::string service = full_name_.substr(full_name_.rfind('.') + 1);  // "orb.rpc.GcsService" -> "GcsService"
+HistogramSeries* RpcServerLatency(const std::string& service, const std::string& method) {
   return GetHistogram("rpc_server_latency_seconds", {{"service", service}, {"method", method}},
                       "time from a request's arrival to its reply, by RPC method (seconds)");
+}
+
+HistogramSeries* RpcService::LatencyOf(const std::string& method) const {
+  return RpcServerLatency(full_name_.substr(full_name_.rfind('.') + 1), method);  // "orb.rpc.GcsService" -> "GcsService"
 }
 
 const RpcService::Route* RpcService::Find(const std::string& path) const {

@@ -37,6 +37,8 @@ struct ServiceContext {
 
 // Counts a call refused for a missing or wrong token (metric rpc_rejected_unauthenticated).
 void CountUnauthenticated();
+// The latency histogram of `method` of `service` ("GcsService"): orb_rpc_server_latency_seconds.
+HistogramSeries* RpcServerLatency(const std::string& service, const std::string& method);
 
 class RpcService {
  public:

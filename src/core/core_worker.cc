@@ -216,6 +216,10 @@ absl::Status CoreWorker::Start() {
   submit.self_address = self_address_;
   submit.events = task_events_.get();
   pusher_ = std::make_unique<TaskPusher>(worker_clients_.get(), call_stream_clients_.get(), node_id_.Binary());
+  // A Get right after a push reads the reply itself rather than wait to be woken for it.
+  objects_->SetWaitAssist([this](const std::function<bool()>& done, std::chrono::steady_clock::time_point until) {
+    return pusher_->AssistLastPush(done, until);
+  });
   submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
                                                pusher_.get(), submit);
   actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), pusher_.get(), task_events_.get());
@@ -587,7 +591,12 @@ void CoreWorker::HandleCallStream(uint8_t method, std::string_view payload, Call
   if (request->intended_worker_id() != options_.worker_id.Binary()) {
     return responder.Fail(absl::FailedPreconditionError("tasks pushed to the wrong worker"));
   }
-  receiver_->RunArrived(std::move(request), [responder](const grpc::Status& status, const rpc::PushTasksReply& reply) mutable {
+  // Counted with the gRPC pushes: the same call, whichever way it came.
+  static HistogramSeries* latency = RpcServerLatency("CoreWorkerService", "PushTasks");
+  auto start = std::chrono::steady_clock::now();
+  receiver_->RunArrived(std::move(request), [responder, start](const grpc::Status& status,
+                                                               const rpc::PushTasksReply& reply) mutable {
+    latency->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (status.ok()) {
       responder.Reply(reply.SerializeAsString());
     } else {

@@ -132,11 +132,25 @@ ObjectTable::WaitOutcome ObjectTable::WaitReady(const std::vector<ObjectID>& ids
     }
     return ready;
   };
+  bool assisted = !wait_assist_;
   while (true) {
     bool unowned = false;
     size_t ready = count(&unowned);
     if (unowned) return WaitOutcome::kNotOwned;
     if (ready >= num_ready) return WaitOutcome::kReady;
+    if (!assisted) {
+      // Once per wait, and briefly: a result that comes another way wakes the cv below.
+      assisted = true;
+      lock.unlock();
+      auto done = [&] {
+        std::lock_guard<std::mutex> relock(mu_);
+        bool any_unowned = false;
+        return count(&any_unowned) >= num_ready || any_unowned;
+      };
+      wait_assist_(done, std::min(deadline, std::chrono::steady_clock::now() + kAssistFor));
+      lock.lock();
+      continue;
+    }
     if (ready_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
       unowned = false;
       ready = count(&unowned);

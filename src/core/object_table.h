@@ -74,6 +74,11 @@ class ObjectTable {
   // The value if ready; nullptr if pending or not owned.
   ObjectValuePtr GetIfReady(const ObjectID& id) const;
 
+  // Called by a waiting thread instead of sleeping at first: it may do the work that
+  // readies the objects itself (read replies, as the call stream's Assist does) until
+  // `done()` or `until`; false when it has nothing to do.
+  using WaitAssist = std::function<bool(const std::function<bool()>& done, std::chrono::steady_clock::time_point until)>;
+  void SetWaitAssist(WaitAssist assist) { wait_assist_ = std::move(assist); }
   enum class WaitOutcome { kReady, kTimedOut, kNotOwned };
   // Waits until every id in `ids` that this process owns is ready (at least
   // `num_ready` of them counting all ids) or `deadline`.
@@ -205,6 +210,9 @@ class ObjectTable {
   bool draining_lineage_ = false;   // guarded by mu_; MaybeFree's worklist is running
   mutable std::mutex mu_;
   mutable std::condition_variable ready_cv_;
+  WaitAssist wait_assist_;  // set before use, then constant
+  // How long a wait lets the assist run before it sleeps on ready_cv_.
+  static constexpr std::chrono::milliseconds kAssistFor{50};
   std::unordered_map<ObjectID, Entry> entries_;      // owned; guarded by mu_
   std::unordered_map<ObjectID, Borrowed> borrowed_;  // guarded by mu_
   std::vector<ObjectID> pending_registrations_;      // guarded by mu_

@@ -4,6 +4,16 @@
 
 namespace orb {
 
+namespace {
+// The call stream this thread pushed to last: a Get that follows may read its reply.
+thread_local std::weak_ptr<CallStreamClient> last_stream;
+}  // namespace
+
+bool TaskPusher::AssistLastPush(const std::function<bool()>& done, std::chrono::steady_clock::time_point until) {
+  std::shared_ptr<CallStreamClient> client = last_stream.lock();
+  return client && client->Assist(done, until);
+}
+
 std::string TaskPusher::GrpcEndpoint(const rpc::Address& worker) const {
   if (worker.node_id() == local_node_id_ && !worker.unix_socket().empty()) return "unix:" + worker.unix_socket();
   return worker.ip() + ":" + std::to_string(worker.port());
@@ -21,7 +31,9 @@ void TaskPusher::Push(const rpc::Address& worker, const rpc::PushTasksRequest& r
   if (!stream.empty() && bytes <= call_stream::kMaxPayloadBytes) {
     std::string payload;
     request.SerializeToString(&payload);
-    streams_->Get(stream)->Call(call_stream::kPushTasks, payload,
+    std::shared_ptr<CallStreamClient> client = streams_->Get(stream);
+    last_stream = client;
+    client->Call(call_stream::kPushTasks, payload,
                                 [done = std::move(done)](const absl::Status& status, std::string_view bytes) {
                                   rpc::PushTasksReply reply;
                                   if (!status.ok()) return done(status, std::move(reply));

@@ -5,6 +5,7 @@
 // Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -25,6 +26,10 @@ class TaskPusher {
       : grpc_(grpc), streams_(streams), local_node_id_(std::move(local_node_id)) {}
 
   void Push(const rpc::Address& worker, const rpc::PushTasksRequest& request, Done done);
+
+  // Reads, on this thread, the replies to this thread's last push over a call stream
+  // until `done()` or `until` (CallStreamClient::Assist); false when there is none to read.
+  bool AssistLastPush(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
 
   // Where `worker` takes gRPC calls from this node.
   std::string GrpcEndpoint(const rpc::Address& worker) const;

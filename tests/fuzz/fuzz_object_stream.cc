@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "fuzz_input.h"
+#include "common/sockets.h"
 #include "raylet/object_manager/object_stream_client.h"
 #include "raylet/object_manager/object_stream_protocol.h"
 #include "raylet/object_manager/object_stream_server.h"

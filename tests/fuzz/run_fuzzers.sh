@@ -14,7 +14,7 @@ source_dir=$(cd "$1" && pwd)
 build_dir=$(mkdir -p "$2" && cd "$2" && pwd)/fuzz
 shift 2
 names=("$@")
-[[ ${#names[@]} == 0 ]] && names=(fuzz_gcs_rpc fuzz_node_rpc fuzz_gossip fuzz_object_stream fuzz_value)
+[[ ${#names[@]} == 0 ]] && names=(fuzz_gcs_rpc fuzz_node_rpc fuzz_gossip fuzz_object_stream fuzz_call_stream fuzz_value)
 seconds=${ORB_FUZZ_SECONDS:-20}
 
 clang=$(command -v clang++ || command -v clang++-14) || { echo "run_fuzzers: clang++ is needed (make deps)"; exit 1; }

@@ -33,7 +33,8 @@ constexpr uint8_t kHold = 2;  // never replies
 // A server on a Unix socket and TCP, polled by its own thread (as a worker's task loop does).
 class TestServer {
  public:
-  explicit TestServer(std::chrono::milliseconds heartbeat = cs::kHeartbeatInterval) {
+  explicit TestServer(std::chrono::milliseconds heartbeat = cs::kHeartbeatInterval,
+                      std::chrono::milliseconds hello_timeout = std::chrono::milliseconds(5000)) {
     dir_ = std::filesystem::temp_directory_path() / ("call_stream_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     CallStreamServer::Options options;
@@ -41,6 +42,8 @@ class TestServer {
     options.unix_path = (dir_ / ("s" + std::to_string(next_++))).string();
     options.tcp_ip = "127.0.0.1";
     options.heartbeat_interval = heartbeat;
+    options.hello_timeout = hello_timeout;
+    options.max_unauthenticated = 4;
     auto started = CallStreamServer::Start(options, [this](uint8_t method, std::string_view payload,
                                                            CallStreamServer::Responder responder) {
       if (method == kEcho) return responder.Reply("echo:" + std::string(payload));
@@ -345,4 +348,30 @@ TEST_CASE("a server that sends nothing (stopped, cut off) fails the calls in fli
   CHECK(status.code() == absl::StatusCode::kUnavailable);
   CHECK_THAT(std::string(status.message()), Catch::Contains("sent nothing for"));
   CHECK_THAT(std::string(status.message()), Catch::Contains("1 call(s) in flight"));
+}
+
+TEST_CASE("connections that show no token are closed after the hello timeout, and only so many may wait",
+          "[call_stream]") {
+  TestServer server(std::chrono::milliseconds(100), std::chrono::milliseconds(300));
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(RawConnect(server.unix_endpoint()));
+  // A fifth stranger finds the four waiting and is closed at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int fifth = RawConnect(server.unix_endpoint());
+  char byte;
+  CHECK(::recv(fifth, &byte, 1, 0) == 0);
+  ::close(fifth);
+  // The four are told why and closed once their time is up.
+  for (int fd : idle) {
+    cs::FrameReader reader;
+    bool closed = false;
+    auto answer = ReadFrameThenEof(fd, reader, &closed);
+    CHECK(answer.kind == cs::kError);
+    CHECK(answer.code == static_cast<uint8_t>(absl::StatusCode::kUnauthenticated));
+    CHECK_THAT(std::string(answer.payload), Catch::Contains("no cluster token within 300 ms"));
+    CHECK(closed);
+    ::close(fd);
+  }
+  CallStreamClient member(server.unix_endpoint(), "secret");
+  CHECK(CallAndWait(member, kEcho, "in").reply == "echo:in");
 }
