@@ -326,7 +326,8 @@ void CallStreamClient::Call(uint8_t method, std::string_view request, Callback d
     }
     if (!usable) {
       auto fd = ConnectNonBlocking(endpoint_);
-      if (!fd.ok()) return done(fd.status(), {});
+      // Whatever the cause (refused, unresolvable), the peer cannot be reached: as gRPC.
+      if (!fd.ok()) return done(absl::UnavailableError(fd.status().message()), {});
       ConfigureTcp(*fd, 10);
       link_ = std::make_shared<Link>();
       link_->endpoint = endpoint_;

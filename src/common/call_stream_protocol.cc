@@ -53,6 +53,25 @@ FrameReader::Result FrameReader::Next(Frame* frame, std::string* why) {
   return Result::kFrame;
 }
 
+std::string EncodeRoute(std::string_view path, std::string_view request) {
+  auto length = static_cast<uint16_t>(path.size());
+  std::string payload(sizeof(length) + path.size() + request.size(), '\0');
+  std::memcpy(payload.data(), &length, sizeof(length));
+  std::memcpy(payload.data() + sizeof(length), path.data(), path.size());
+  std::memcpy(payload.data() + sizeof(length) + path.size(), request.data(), request.size());
+  return payload;
+}
+
+bool DecodeRoute(std::string_view payload, std::string_view* path, std::string_view* request) {
+  uint16_t length = 0;
+  if (payload.size() < sizeof(length)) return false;
+  std::memcpy(&length, payload.data(), sizeof(length));
+  if (payload.size() - sizeof(length) < length) return false;
+  *path = payload.substr(sizeof(length), length);
+  *request = payload.substr(sizeof(length) + length);
+  return true;
+}
+
 absl::Status ErrorFromFrame(uint8_t code, std::string_view message) {
   auto status_code = static_cast<absl::StatusCode>(code);
   if (status_code == absl::StatusCode::kOk) status_code = absl::StatusCode::kUnknown;

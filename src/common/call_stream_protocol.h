@@ -40,7 +40,9 @@ constexpr std::chrono::milliseconds kHeartbeatInterval{2000};
 constexpr std::chrono::milliseconds kDeadAfter{10000};
 
 enum Kind : uint8_t { kHello = 1, kRequest = 2, kReply = 3, kError = 4, kPing = 5 };
-enum Method : uint8_t { kPushTasks = 1 };
+// kRoute: any method of a gRPC service served over the call stream as well
+// (common/call_stream_routes.h); its payload is EncodeRoute's.
+enum Method : uint8_t { kPushTasks = 1, kRoute = 2 };
 
 #pragma pack(push, 1)
 struct FrameHeader {
@@ -81,6 +83,12 @@ class FrameReader {
   size_t begin_ = 0;  // the first unread byte
   size_t end_ = 0;    // one past the last received byte
 };
+
+// The payload of a kRoute request: u16 path length | the gRPC method's path
+// ("/orb.rpc.GcsService/KvGet") | the serialized request.
+std::string EncodeRoute(std::string_view path, std::string_view request);
+// False when `payload` is too short for the path it declares.
+bool DecodeRoute(std::string_view payload, std::string_view* path, std::string_view* request);
 
 // An error frame's status.
 absl::Status ErrorFromFrame(uint8_t code, std::string_view message);

@@ -1,6 +1,7 @@
 #include "core/core_worker.h"
 
 #include <spdlog/spdlog.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -390,6 +391,39 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
     out->mutable_ref()->mutable_owner()->set_port(port);
   }
   return spec;
+}
+
+void CoreWorker::RouteGcsCalls() {
+  using State = RpcClient<rpc::GcsService>::RouteState;
+  State state = gcs_->route_state();
+  if (state == State::kWorking || state == State::kNeverWorked) return;
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(gcs_route_mu_);
+    if (now < next_gcs_route_lookup_) return;
+    next_gcs_route_lookup_ = now + std::chrono::seconds(5);
+  }
+  const char* off = std::getenv("ORB_GCS_CALL_STREAM");
+  std::string host;
+  int port = 0;
+  in6_addr numeric;
+  // The stream needs the GCS's numeric address (a name, as a Kubernetes Service's,
+  // may forward only the gRPC port).
+  if ((off && std::string(off) == "0") || !ParseAddress(options_.gcs_address, &host, &port).ok() ||
+      (::inet_pton(AF_INET, host.c_str(), &numeric) != 1 && ::inet_pton(AF_INET6, host.c_str(), &numeric) != 1)) {
+    std::lock_guard<std::mutex> lock(gcs_route_mu_);
+    next_gcs_route_lookup_ = std::chrono::steady_clock::time_point::max();
+    return;
+  }
+  CallOptions quick;
+  quick.timeout = std::chrono::seconds(2);
+  auto info = gcs_->CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest(), quick);
+  if (!info.ok() || info->call_stream_port() <= 0) return;
+  std::string endpoint = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                         std::to_string(info->call_stream_port());
+  gcs_->RouteOverCallStream(endpoint, {"CreatePlacementGroup", "RemovePlacementGroup", "GetPlacementGroup",
+                                       "ListPlacementGroups", "RegisterActor", "GetActorInfo", "GetNamedActor",
+                                       "KillActor", "ListActors", "KvPut", "KvGet", "KvDelete", "KvKeys"});
 }
 
 std::string CoreWorker::EffectiveRuntimeEnv(const std::string& requested) const {

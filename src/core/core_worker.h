@@ -158,11 +158,18 @@ class CoreWorker : public Runtime {
   // How long API calls wait for a GCS that is unreachable (restarting), as Ray's
   // gcs_rpc_server_reconnect_timeout_s.
   static constexpr std::chrono::seconds kGcsReconnectWindow{60};
+  // Routes the API's placement group, actor and KV calls to the GCS over its call
+  // stream, looking its port up on the first such call and again (at most every few
+  // seconds) after the stream broke; never again when the stream failed before it
+  // ever answered (the port is not reachable from here: the calls stay on gRPC).
+  // ORB_GCS_CALL_STREAM=0: never.
+  void RouteGcsCalls();
   // A GCS call for the API, retried while the GCS is unreachable; failure throws
   // orb::Error("<what>: <cause>"). `timeout` 0: the default deadline.
   template <class Reply, class Req, class Bound>
   Reply CallGcs(Bound bound, const Req& request, const std::string& what,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+    RouteGcsCalls();
     CallOptions call = CallOptions::RetriedFor(kGcsReconnectWindow);
     if (timeout.count() > 0) call.timeout = timeout;
     auto reply = gcs_->CallSync<Reply>(bound, request, call);
@@ -252,6 +259,8 @@ class CoreWorker : public Runtime {
   mutable std::mutex actor_mu_;
   std::string hosted_actor_id_;  // binary; the actor this worker hosts
   bool hosted_actor_restarted_ = false;
+  std::mutex gcs_route_mu_;
+  std::chrono::steady_clock::time_point next_gcs_route_lookup_;  // guarded by gcs_route_mu_
   std::mutex placement_groups_mu_;
   // Groups this process created that were placed before Create returned (a Wait on
   // them needs no round trip); guarded by placement_groups_mu_.

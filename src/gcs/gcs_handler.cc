@@ -56,6 +56,12 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
   };
   PlacementGroupAccess pg_access;
   pg_access.raylet_of = access.raylet_of;
+  pg_access.call_stream_of = [this](const std::string& node_id) -> std::string {
+    auto it = nodes_.find(NodeID::FromBinary(node_id));
+    if (it == nodes_.end() || it->second.state() != rpc::NodeInfo::ALIVE || it->second.call_stream_port() <= 0) return "";
+    const std::string& ip = it->second.ip();
+    return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(it->second.call_stream_port());
+  };
   pg_access.live_nodes = [this] {
     std::vector<NodeCapacity> live;
     for (const auto& [id, node] : nodes_) {
@@ -268,6 +274,7 @@ void GcsHandler::HandleGetMetrics(const rpc::GetMetricsRequest&, rpc::GetMetrics
   }
   reply->set_metrics_export_port(metrics_export_port_);
   reply->set_dashboard_port(dashboard_port_);
+  reply->set_call_stream_port(call_stream_port_);
   send(grpc::Status::OK);
 }
 

@@ -76,6 +76,7 @@ class GcsHandler {
   // Where /metrics is served (0: not served), for GetMetrics.
   void set_metrics_export_port(int port) { metrics_export_port_ = port; }
   void set_dashboard_port(int port) { dashboard_port_ = port; }
+  void set_call_stream_port(int port) { call_stream_port_ = port; }
 
   // Joins the gossip as `self_address` (where members reach this GCS) and starts its
   // timer on the loop. Nodes recorded alive are seeded into the view and probed.
@@ -117,6 +118,7 @@ class GcsHandler {
   TaskEventStore task_events_;
   int metrics_export_port_ = 0;
   int dashboard_port_ = 0;
+  int call_stream_port_ = 0;
 };
 
 }  // namespace orb::gcs

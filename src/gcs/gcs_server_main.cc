@@ -11,6 +11,7 @@
 #include "dashboard/dashboard.h"
 #include "common/node_flags.h"
 #include "common/process.h"
+#include "common/call_stream_routes.h"
 #include "common/rpc_server.h"
 #include "common/session.h"
 #include "gcs/gcs_grpc_service.h"
@@ -116,6 +117,10 @@ int Main(int argc, char** argv) {
     std::cerr << "gcs_server: " << server.status().message() << "\n";
     return 2;
   }
+  // The same methods over the call stream, for clients that route hot ones there
+  // (placement groups, actors); without it they all use gRPC.
+  auto routes = RouteStreamServer::Start(bind, {&service}, token, ServerLimits{max_message_bytes});
+  if (!routes.ok()) spdlog::warn("gcs_server: no call stream ({}); clients use gRPC", routes.status().ToString());
   auto metrics = ServeMetrics(bind, metrics_export_port, [&loop, h = handler->get()]() -> absl::StatusOr<std::string> {
     auto text = RunOnLoop(&loop, [h] { return h->MetricsText(); }, std::chrono::seconds(5));
     if (!text) return absl::UnavailableError("the GCS did not answer within 5 s");
@@ -149,6 +154,7 @@ int Main(int argc, char** argv) {
   loop.Post([&] {
     if (*metrics) (*handler)->set_metrics_export_port((*metrics)->port());
     if (dashboard) (*handler)->set_dashboard_port(dashboard->port());
+    if (routes.ok()) (*handler)->set_call_stream_port((*routes)->port());
     (*handler)->StartGossip(node_ip + ":" + std::to_string(server->port), &gossip_transport);
     joined.set_value();
   });
@@ -170,6 +176,7 @@ int Main(int argc, char** argv) {
   if (*metrics) (*metrics)->Stop();
   if (dashboard) dashboard->Stop();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  if (routes.ok()) routes->reset();  // its thread posts to the loop
   loop.Stop();
   loop.Join();  // before the handler and services it calls into are destroyed
   return 0;

@@ -158,7 +158,7 @@ void PlacementGroupManager::Schedule(const std::string& pg_id) {
     *request.mutable_resources() = pg.bundles(index).resources();
     request.set_commit(attempts_[pg_id].one_phase);
     uint64_t id = attempt.id;
-    raylets_.Get(access_.raylet_of(node))
+    RayletClient(node, access_.raylet_of(node))
         ->Call<rpc::PrepareBundleReply>(ORB_RPC(PrepareBundle), request,
                                         [this, pg_id, id](const absl::Status& s, rpc::PrepareBundleReply&& reply) {
                                           bool ok = s.ok() && reply.prepared();
@@ -200,7 +200,7 @@ void PlacementGroupManager::OnPrepared(const std::string& pg_id, uint64_t attemp
     rpc::CommitBundleRequest request;
     request.set_placement_group_id(pg_id);
     request.set_bundle_index(index);
-    raylets_.Get(access_.raylet_of(node))
+    RayletClient(node, access_.raylet_of(node))
         ->Call<rpc::CommitBundleReply>(ORB_RPC(CommitBundle), request,
                                        [this, pg_id, attempt_id](const absl::Status& s, rpc::CommitBundleReply&& reply) {
                                          bool ok = s.ok() && reply.committed();
@@ -231,9 +231,19 @@ void PlacementGroupManager::ReturnBundles(const std::string& pg_id, const std::m
     rpc::ReturnBundleRequest request;
     request.set_placement_group_id(pg_id);
     request.set_bundle_index(index);
-    raylets_.Get(raylet)->Call<rpc::ReturnBundleReply>(
+    RayletClient(node, raylet)->Call<rpc::ReturnBundleReply>(
         ORB_RPC(ReturnBundle), request, [](const absl::Status&, rpc::ReturnBundleReply&&) {}, CallOptions::Retried());
   }
+}
+
+std::shared_ptr<RpcClient<rpc::RayletService>> PlacementGroupManager::RayletClient(const std::string& node_id,
+                                                                                 const std::string& raylet) {
+  auto client = raylets_.Get(raylet);
+  if (access_.call_stream_of && client->route_state() == RpcClient<rpc::RayletService>::RouteState::kNone) {
+    std::string endpoint = access_.call_stream_of(node_id);
+    if (!endpoint.empty()) client->RouteOverCallStream(endpoint, {"PrepareBundle", "CommitBundle", "ReturnBundle"});
+  }
+  return client;
 }
 
 void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacementGroupRequest& req,

@@ -40,6 +40,8 @@ namespace orb::gcs {
 struct PlacementGroupAccess {
   std::function<std::vector<NodeCapacity>()> live_nodes;
   std::function<std::string(const std::string& node_id)> raylet_of;  // empty when dead
+  // The raylet's call stream, "ip:port" (empty: none; then gRPC).
+  std::function<std::string(const std::string& node_id)> call_stream_of;
   std::function<void(const std::string& placement_group_id)> on_removed;
 };
 
@@ -94,6 +96,9 @@ class PlacementGroupManager {
   // Sends the Create reply held for `pg_id`, if any, saying whether the group is placed.
   void AnswerCreate(const std::string& pg_id);
   void ReturnBundles(const std::string& pg_id, const std::map<int, std::string>& placement);
+  // The client of the raylet at `raylet` (node `node_id`'s), its bundle calls routed
+  // over that raylet's call stream when it serves one.
+  std::shared_ptr<RpcClient<rpc::RayletService>> RayletClient(const std::string& node_id, const std::string& raylet);
   // Returns the group's bundles (its raylets kill what runs in them) and marks it REMOVED.
   absl::Status Remove(rpc::PlacementGroupInfo& pg);
   // The live group named `name` in `ns`, if any.

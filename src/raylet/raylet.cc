@@ -118,6 +118,14 @@ absl::Status Raylet::Start() {
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
   port_ = server->port;
+  // The GCS reserves and returns placement group bundles over the call stream.
+  auto routes = RouteStreamServer::Start(options_.bind, {service_.get()}, options_.token,
+                                         ServerLimits{options_.max_message_bytes});
+  if (routes.ok()) {
+    routes_ = std::move(*routes);
+  } else {
+    spdlog::warn("no call stream for the raylet's methods ({}); the GCS uses gRPC", routes.status().ToString());
+  }
 
   if (auto s = SetUpIsolation(); !s.ok()) return s;
   WorkerPoolOptions pool;
@@ -240,6 +248,7 @@ void Raylet::Stop() {
   quick.timeout = std::chrono::milliseconds(1000);
   (void)gcs_->CallSync<rpc::UnregisterNodeReply>(ORB_RPC(UnregisterNode), request, quick);
   if (server_.server) server_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  routes_.reset();  // its thread posts to the loop
   loop_.Stop();
 }
 
@@ -286,6 +295,7 @@ rpc::NodeInfo Raylet::DescribeNode() const {
   node.set_raylet_port(port_);
   node.set_object_manager_port(object_manager_port_);
   node.set_metrics_export_port(metrics_export_port());
+  if (routes_) node.set_call_stream_port(routes_->port());
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   node.set_hostname(host);

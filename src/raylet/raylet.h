@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "common/call_stream_routes.h"
 #include "common/client_pool.h"
 #include "common/http_endpoint.h"
 #include "common/prometheus_text.h"
@@ -196,6 +197,7 @@ class Raylet {
   std::unique_ptr<MemoryMonitor> memory_monitor_;
   std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<ObjectStreamServer> object_stream_;
+  std::unique_ptr<RouteStreamServer> routes_;  // the service's methods over the call stream
   int object_manager_port_ = 0;  // the object stream's, kept: the stream is gone once stopping
   std::unique_ptr<BundleManager> bundles_;
   std::unique_ptr<RpcClient<rpc::GcsService>> gcs_;

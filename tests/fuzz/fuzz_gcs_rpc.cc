@@ -51,6 +51,7 @@ std::string ToLoopback(const std::string& bytes) {
   }
   request.mutable_node()->set_ip("127.0.0.1");
   request.mutable_node()->set_raylet_port(RefusingPort());
+  if (request.node().call_stream_port() != 0) request.mutable_node()->set_call_stream_port(RefusingPort());
   return request.SerializeAsString();
 }
 
