@@ -111,6 +111,17 @@ TEST_CASE("every RPC without the cluster token is refused as UNAUTHENTICATED", "
         absl::StatusCode::kUnauthenticated);
   RpcClient<rpc::GcsService> member(gcs->started.address, "s3cret-token");
   CHECK(member.CallSync<rpc::GetAllNodesReply>(ORB_RPC(GetAllNodes), rpc::GetAllNodesRequest()).ok());
+  // The same methods over the GCS's call stream: refused without the token too.
+  auto info = member.CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest());
+  REQUIRE(info.ok());
+  REQUIRE(info->call_stream_port() > 0);
+  std::string stream = "127.0.0.1:" + std::to_string(info->call_stream_port());
+  wrong.RouteOverCallStream(stream, {"KvGet"});
+  CHECK(wrong.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), rpc::KvGetRequest()).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  member.RouteOverCallStream(stream, {"KvGet"});
+  CHECK(member.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), rpc::KvGetRequest()).ok());
+  CHECK(member.route_state() == RpcClient<rpc::GcsService>::RouteState::kWorking);
 
   auto raylet = StartRaylet(dir, gcs->started.address, "s3cret-token");
   RpcClient<rpc::RayletService> raylet_anon(raylet->started.address, "");

@@ -187,6 +187,10 @@ TEST_CASE("the GCS killed with SIGKILL and restarted: nodes stay members and wor
   std::filesystem::path session = std::filesystem::canonical(c.temp_ / "session_latest");
   pid_t gcs = std::stoi(Run("cat " + (session / "gcs.pid").string()));
   std::string port = c.address_.substr(c.address_.rfind(':') + 1);
+  // A placement group first: from here on this driver's GCS calls go over the GCS's call stream.
+  auto before = orb::CreatePlacementGroup({"before-kill", {{{"CPU", 0.01}}}, orb::PlacementStrategy::PACK});
+  REQUIRE(before.Wait(30));
+  orb::RemovePlacementGroup(before.GetID());
   REQUIRE(::kill(gcs, SIGKILL) == 0);
   // Restart it as `orb start --head` did: same port, token and RocksDB directory.
   std::string restarted = Run("sh -c '" + std::string(std::getenv("ORB_BIN_DIR")) + "/gcs_server --port " + port +
@@ -213,6 +217,13 @@ TEST_CASE("the GCS killed with SIGKILL and restarted: nodes stay members and wor
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   CHECK(stayed);
+  // The stream to the dead GCS broke: these go over gRPC, then over the new GCS's stream.
+  for (int i = 0; i < 3; ++i) {
+    auto pg = orb::CreatePlacementGroup({"after-kill-" + std::to_string(i), {{{"CPU", 0.01}}}, orb::PlacementStrategy::PACK});
+    CHECK(pg.Wait(30));
+    orb::RemovePlacementGroup(pg.GetID());
+    if (i == 1) std::this_thread::sleep_for(std::chrono::seconds(6));  // past the port look-up's back-off
+  }
   CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(0).Get(30000) ==
         c.second_);
   CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.head_}).Remote(0).Get(30000) ==
