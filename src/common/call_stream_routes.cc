@@ -1,6 +1,7 @@
 #include "common/call_stream_routes.h"
 
 #include <chrono>
+#include <cstdlib>
 
 namespace orb {
 
@@ -11,6 +12,11 @@ namespace {
 // the thread that answers (a service's loop), which must not stall for long.
 constexpr int kReplySendTimeoutSeconds = 5;
 }  // namespace
+
+bool ControlCallStreamEnabled() {
+  const char* setting = std::getenv("ORB_CONTROL_CALL_STREAM");
+  return !(setting && std::string(setting) == "0");
+}
 
 absl::StatusOr<std::unique_ptr<RouteStreamServer>> RouteStreamServer::Start(const std::string& ip,
                                                                             std::vector<RpcService*> services,

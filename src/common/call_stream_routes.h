@@ -23,6 +23,10 @@
 
 namespace orb {
 
+// False when ORB_CONTROL_CALL_STREAM=0: then the GCS and raylets serve no call stream,
+// the GCS creates actors over gRPC, and clients route nothing (to compare the two).
+bool ControlCallStreamEnabled();
+
 class RouteStreamServer {
  public:
   // Listens on TCP at `ip` (port chosen by the system). `services` outlive the server.

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "common/rpc.h"
@@ -72,5 +73,19 @@ class ClientPoolOf {
 // gRPC clients of `Service`.
 template <class Service>
 using ClientPool = ClientPoolOf<RpcClient<Service>>;
+
+// The client for `address` from `pool`, its `methods` routed over the peer's call
+// stream at `stream` ("ip:port", RpcClient::RouteOverCallStream) if it is not routed
+// yet; an empty `stream`: as Get.
+template <class Service>
+std::shared_ptr<RpcClient<Service>> GetRouted(ClientPool<Service>& pool, const std::string& address,
+                                              const std::string& stream,
+                                              const std::set<std::string, std::less<>>& methods) {
+  auto client = pool.Get(address);
+  if (!stream.empty() && client->route_state() == RpcClient<Service>::RouteState::kNone) {
+    client->RouteOverCallStream(stream, methods);
+  }
+  return client;
+}
 
 }  // namespace orb

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/call_stream_protocol.h"
+#include "common/call_stream_routes.h"
 #include "core/task_options_check.h"
 #include "common/metric_samples.h"
 #include "common/metrics.h"
@@ -403,13 +404,12 @@ void CoreWorker::RouteGcsCalls() {
     if (now < next_gcs_route_lookup_) return;
     next_gcs_route_lookup_ = now + std::chrono::seconds(5);
   }
-  const char* off = std::getenv("ORB_GCS_CALL_STREAM");
   std::string host;
   int port = 0;
   in6_addr numeric;
   // The stream needs the GCS's numeric address (a name, as a Kubernetes Service's,
   // may forward only the gRPC port).
-  if ((off && std::string(off) == "0") || !ParseAddress(options_.gcs_address, &host, &port).ok() ||
+  if (!ControlCallStreamEnabled() || !ParseAddress(options_.gcs_address, &host, &port).ok() ||
       (::inet_pton(AF_INET, host.c_str(), &numeric) != 1 && ::inet_pton(AF_INET6, host.c_str(), &numeric) != 1)) {
     std::lock_guard<std::mutex> lock(gcs_route_mu_);
     next_gcs_route_lookup_ = std::chrono::steady_clock::time_point::max();

@@ -162,7 +162,7 @@ class CoreWorker : public Runtime {
   // stream, looking its port up on the first such call and again (at most every few
   // seconds) after the stream broke; never again when the stream failed before it
   // ever answered (the port is not reachable from here: the calls stay on gRPC).
-  // ORB_GCS_CALL_STREAM=0: never.
+  // ORB_CONTROL_CALL_STREAM=0: never.
   void RouteGcsCalls();
   // A GCS call for the API, retried while the GCS is unreachable; failure throws
   // orb::Error("<what>: <cause>"). `timeout` 0: the default deadline.

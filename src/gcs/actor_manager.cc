@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/call_stream_routes.h"
 #include "common/id.h"
 #include "common/unix_time.h"
 
@@ -32,6 +33,7 @@ ActorManager::ActorManager(TableStore* store, EventLoop* loop, NodeDirectoryAcce
       options_(std::move(options)),
       raylets_(options_.token),
       workers_(options_.token),
+      worker_streams_(options_.token),
       waiters_(
           loop,
           [](rpc::GetActorInfoReply* reply, const rpc::ActorInfo& actor) {
@@ -43,6 +45,7 @@ ActorManager::ActorManager(TableStore* store, EventLoop* loop, NodeDirectoryAcce
 ActorManager::~ActorManager() {
   raylets_.Drain(std::chrono::seconds(2));
   workers_.Drain(std::chrono::seconds(2));
+  worker_streams_.Drain(std::chrono::seconds(2));
 }
 
 absl::Status ActorManager::Load() {
@@ -93,7 +96,7 @@ void ActorManager::VerifyAliveActors(int attempts_left) {
   for (const auto& [raylet, workers] : workers_by_raylet) {
     rpc::CheckWorkersRequest request;
     for (const auto& w : workers) request.add_worker_ids(w);
-    raylets_.Get(raylet)->Call<rpc::CheckWorkersReply>(
+    Raylet(raylet)->Call<rpc::CheckWorkersReply>(
         ORB_RPC(CheckWorkers), request,
         [this, attempts_left](const absl::Status& status, rpc::CheckWorkersReply&& reply) {
           loop_->Post([this, attempts_left, status, reply = std::move(reply)] {
@@ -160,6 +163,11 @@ void ActorManager::Schedule(const std::string& actor_id) {
   RequestLease(actor_id, attempt, raylet, /*spilled=*/false);
 }
 
+std::shared_ptr<RpcClient<rpc::RayletService>> ActorManager::Raylet(const std::string& address) {
+  static const std::set<std::string, std::less<>> kRouted = {"RequestWorkerLease", "ReturnWorker", "CheckWorkers"};
+  return GetRouted(raylets_, address, nodes_.call_stream_at ? nodes_.call_stream_at(address) : "", kRouted);
+}
+
 void ActorManager::RetryLater(const std::string& actor_id, uint64_t attempt) {
   loop_->RunAfter(options_.retry_delay, [this, actor_id, attempt] {
     if (attempts_[actor_id] == attempt) Schedule(actor_id);
@@ -180,7 +188,7 @@ void ActorManager::RequestLease(const std::string& actor_id, uint64_t attempt, c
   request.set_retriable(actors_[actor_id].max_restarts() != 0);
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a lease may queue until resources free up
-  raylets_.Get(raylet)->Call<rpc::RequestWorkerLeaseReply>(
+  Raylet(raylet)->Call<rpc::RequestWorkerLeaseReply>(
       ORB_RPC(RequestWorkerLease), request,
       [this, actor_id, attempt, raylet](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
         loop_->Post([this, actor_id, attempt, raylet, status, reply = std::move(reply)]() mutable {
@@ -199,7 +207,7 @@ void ActorManager::OnLeaseReply(const std::string& actor_id, uint64_t attempt, c
       rpc::ReturnWorkerRequest back;
       back.set_lease_id(reply.lease_id());
       back.set_worker_failed(true);
-      raylets_.Get(raylet)->Call<rpc::ReturnWorkerReply>(
+      Raylet(raylet)->Call<rpc::ReturnWorkerReply>(
           ORB_RPC(ReturnWorker), back, [](const absl::Status&, rpc::ReturnWorkerReply&&) {}, CallOptions::Retried());
     }
     return;
@@ -238,15 +246,25 @@ void ActorManager::PushCreation(const std::string& actor_id, uint64_t attempt) {
   CallOptions options;
   options.timeout = std::chrono::hours(24);  // a constructor may take long
   const rpc::Address& a = actor.address();
-  workers_.Get(a.ip() + ":" + std::to_string(a.port()))
-      ->Call<rpc::PushTasksReply>(
-          ORB_RPC(PushTasks), request,
-          [this, actor_id, attempt](const absl::Status& status, rpc::PushTasksReply&& reply) {
-            loop_->Post([this, actor_id, attempt, status, reply = std::move(reply)]() mutable {
-              OnCreationReply(actor_id, attempt, status, std::move(reply));
-            });
-          },
-          options);
+  auto answered = [this, actor_id, attempt](const absl::Status& status, rpc::PushTasksReply&& reply) {
+    loop_->Post([this, actor_id, attempt, status, reply = std::move(reply)]() mutable {
+      OnCreationReply(actor_id, attempt, status, std::move(reply));
+    });
+  };
+  std::string payload;
+  if (a.call_port() > 0 && ControlCallStreamEnabled() && request.SerializeToString(&payload) && payload.size() <= call_stream::kMaxPayloadBytes) {
+    // Over the worker's call stream, as its callers' tasks come.
+    worker_streams_.Get(a.ip() + ":" + std::to_string(a.call_port()))
+        ->Call(call_stream::kPushTasks, payload, [answered](const absl::Status& status, std::string_view bytes) {
+          rpc::PushTasksReply reply;
+          if (status.ok() && !reply.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+            return answered(absl::InternalError("the worker's reply is not a PushTasksReply"), std::move(reply));
+          }
+          answered(status, std::move(reply));
+        });
+    return;
+  }
+  workers_.Get(a.ip() + ":" + std::to_string(a.port()))->Call<rpc::PushTasksReply>(ORB_RPC(PushTasks), request, answered, options);
 }
 
 void ActorManager::OnCreationReply(const std::string& actor_id, uint64_t attempt, const absl::Status& status,
@@ -279,7 +297,7 @@ void ActorManager::ReleaseWorker(rpc::ActorInfo& actor) {
     rpc::ReturnWorkerRequest back;
     back.set_lease_id(actor.lease_id());
     back.set_worker_failed(true);  // the raylet kills the worker: no actor state survives
-    raylets_.Get(actor.raylet_address())
+    Raylet(actor.raylet_address())
         ->Call<rpc::ReturnWorkerReply>(
             ORB_RPC(ReturnWorker), back, [](const absl::Status&, rpc::ReturnWorkerReply&&) {}, CallOptions::Retried());
   }

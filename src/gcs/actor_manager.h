@@ -50,6 +50,8 @@ struct NodeDirectoryAccess {
   std::function<std::string(const std::string& node_id)> raylet_of;
   // Any live raylet's address, or empty.
   std::function<std::string()> any_raylet;
+  // The call stream ("ip:port") of the live raylet at `raylet_address`, or empty.
+  std::function<std::string(const std::string& raylet_address)> call_stream_at;
 };
 
 class ActorManager {
@@ -85,6 +87,8 @@ class ActorManager {
   rpc::ActorInfo* Find(const std::string& actor_id);
   void Schedule(const std::string& actor_id);
   void RequestLease(const std::string& actor_id, uint64_t attempt, const std::string& raylet, bool spilled);
+  // The client of the raylet at `address`, its lease calls over the raylet's call stream.
+  std::shared_ptr<RpcClient<rpc::RayletService>> Raylet(const std::string& address);
   void OnLeaseReply(const std::string& actor_id, uint64_t attempt, const std::string& raylet,
                     const absl::Status& status, rpc::RequestWorkerLeaseReply reply);
   void PushCreation(const std::string& actor_id, uint64_t attempt);
@@ -114,6 +118,7 @@ class ActorManager {
   ActorManagerOptions options_;
   ClientPool<rpc::RayletService> raylets_;
   ClientPool<rpc::CoreWorkerService> workers_;
+  ClientPoolOf<CallStreamClient> worker_streams_;  // creation tasks to workers that serve a call stream
   std::map<std::string, rpc::ActorInfo> actors_;
   std::unordered_map<std::string, std::string> named_;      // namespace\0name -> actor ID, live actors only
   std::unordered_map<std::string, std::string> by_worker_;  // worker ID -> actor ID

@@ -38,6 +38,13 @@ std::string InvalidNode(const rpc::NodeInfo& node) {
   return "";
 }
 
+// A live node's raylet call stream, "ip:port" (empty: none).
+std::string CallStreamOf(const rpc::NodeInfo& node) {
+  if (node.state() != rpc::NodeInfo::ALIVE || node.call_stream_port() <= 0) return "";
+  const std::string& ip = node.ip();
+  return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(node.call_stream_port());
+}
+
 }  // namespace
 
 GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOptions options)
@@ -47,6 +54,12 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
     auto it = nodes_.find(NodeID::FromBinary(node_id));
     if (it == nodes_.end() || it->second.state() != rpc::NodeInfo::ALIVE) return "";
     return it->second.ip() + ":" + std::to_string(it->second.raylet_port());
+  };
+  access.call_stream_at = [this](const std::string& raylet_address) -> std::string {
+    for (const auto& [id, node] : nodes_) {
+      if (node.ip() + ":" + std::to_string(node.raylet_port()) == raylet_address) return CallStreamOf(node);
+    }
+    return "";
   };
   access.any_raylet = [this]() -> std::string {
     for (const auto& [id, node] : nodes_) {
@@ -58,9 +71,7 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
   pg_access.raylet_of = access.raylet_of;
   pg_access.call_stream_of = [this](const std::string& node_id) -> std::string {
     auto it = nodes_.find(NodeID::FromBinary(node_id));
-    if (it == nodes_.end() || it->second.state() != rpc::NodeInfo::ALIVE || it->second.call_stream_port() <= 0) return "";
-    const std::string& ip = it->second.ip();
-    return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(it->second.call_stream_port());
+    return it == nodes_.end() ? "" : CallStreamOf(it->second);
   };
   pg_access.live_nodes = [this] {
     std::vector<NodeCapacity> live;

@@ -119,8 +119,11 @@ int Main(int argc, char** argv) {
   }
   // The same methods over the call stream, for clients that route hot ones there
   // (placement groups, actors); without it they all use gRPC.
-  auto routes = RouteStreamServer::Start(bind, {&service}, token, ServerLimits{max_message_bytes});
-  if (!routes.ok()) spdlog::warn("gcs_server: no call stream ({}); clients use gRPC", routes.status().ToString());
+  absl::StatusOr<std::unique_ptr<RouteStreamServer>> routes = absl::UnavailableError("ORB_CONTROL_CALL_STREAM=0");
+  if (ControlCallStreamEnabled()) {
+    routes = RouteStreamServer::Start(bind, {&service}, token, ServerLimits{max_message_bytes});
+    if (!routes.ok()) spdlog::warn("gcs_server: no call stream ({}); clients use gRPC", routes.status().ToString());
+  }
   auto metrics = ServeMetrics(bind, metrics_export_port, [&loop, h = handler->get()]() -> absl::StatusOr<std::string> {
     auto text = RunOnLoop(&loop, [h] { return h->MetricsText(); }, std::chrono::seconds(5));
     if (!text) return absl::UnavailableError("the GCS did not answer within 5 s");

@@ -238,12 +238,8 @@ void PlacementGroupManager::ReturnBundles(const std::string& pg_id, const std::m
 
 std::shared_ptr<RpcClient<rpc::RayletService>> PlacementGroupManager::RayletClient(const std::string& node_id,
                                                                                  const std::string& raylet) {
-  auto client = raylets_.Get(raylet);
-  if (access_.call_stream_of && client->route_state() == RpcClient<rpc::RayletService>::RouteState::kNone) {
-    std::string endpoint = access_.call_stream_of(node_id);
-    if (!endpoint.empty()) client->RouteOverCallStream(endpoint, {"PrepareBundle", "CommitBundle", "ReturnBundle"});
-  }
-  return client;
+  static const std::set<std::string, std::less<>> kRouted = {"PrepareBundle", "CommitBundle", "ReturnBundle"};
+  return GetRouted(raylets_, raylet, access_.call_stream_of ? access_.call_stream_of(node_id) : "", kRouted);
 }
 
 void PlacementGroupManager::HandleRemovePlacementGroup(const rpc::RemovePlacementGroupRequest& req,

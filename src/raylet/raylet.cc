@@ -119,12 +119,14 @@ absl::Status Raylet::Start() {
   server_ = std::move(*server);
   port_ = server->port;
   // The GCS reserves and returns placement group bundles over the call stream.
-  auto routes = RouteStreamServer::Start(options_.bind, {service_.get()}, options_.token,
-                                         ServerLimits{options_.max_message_bytes});
-  if (routes.ok()) {
-    routes_ = std::move(*routes);
-  } else {
-    spdlog::warn("no call stream for the raylet's methods ({}); the GCS uses gRPC", routes.status().ToString());
+  if (ControlCallStreamEnabled()) {
+    auto routes = RouteStreamServer::Start(options_.bind, {service_.get()}, options_.token,
+                                           ServerLimits{options_.max_message_bytes});
+    if (routes.ok()) {
+      routes_ = std::move(*routes);
+    } else {
+      spdlog::warn("no call stream for the raylet's methods ({}); the GCS uses gRPC", routes.status().ToString());
+    }
   }
 
   if (auto s = SetUpIsolation(); !s.ok()) return s;
