@@ -1,5 +1,7 @@
 #include "common/call_stream_routes.h"
 
+#include <arpa/inet.h>
+
 #include <chrono>
 #include <cstdlib>
 
@@ -16,6 +18,17 @@ constexpr int kReplySendTimeoutSeconds = 5;
 bool ControlCallStreamEnabled() {
   const char* setting = std::getenv("ORB_CONTROL_CALL_STREAM");
   return !(setting && std::string(setting) == "0");
+}
+
+std::string CallStreamBeside(const std::string& address, int stream_port) {
+  size_t colon = address.rfind(':');
+  if (stream_port <= 0 || colon == std::string::npos) return "";
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  in6_addr numeric;
+  bool v6 = ::inet_pton(AF_INET6, host.c_str(), &numeric) == 1;
+  if (!v6 && ::inet_pton(AF_INET, host.c_str(), &numeric) != 1) return "";
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(stream_port);
 }
 
 absl::StatusOr<std::unique_ptr<RouteStreamServer>> RouteStreamServer::Start(const std::string& ip,

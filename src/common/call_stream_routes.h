@@ -27,6 +27,11 @@ namespace orb {
 // the GCS creates actors over gRPC, and clients route nothing (to compare the two).
 bool ControlCallStreamEnabled();
 
+// The call stream at `stream_port` on the host of `address` ("ip:port", "[v6]:port"),
+// or empty when that host is not a numeric address (a name, such as a Kubernetes
+// Service's, may forward only the gRPC port) or the port is not positive.
+std::string CallStreamBeside(const std::string& address, int stream_port);
+
 class RouteStreamServer {
  public:
   // Listens on TCP at `ip` (port chosen by the system). `services` outlive the server.

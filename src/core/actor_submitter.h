@@ -32,7 +32,7 @@
 #include "common/id.h"
 #include "common/rpc.h"
 #include "core/object_table.h"
-#include "core/task_pusher.h"
+#include "common/task_pusher.h"
 #include "gcs_service.grpc.pb.h"
 
 namespace orb {

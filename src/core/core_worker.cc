@@ -1,7 +1,6 @@
 #include "core/core_worker.h"
 
 #include <spdlog/spdlog.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -404,13 +403,7 @@ void CoreWorker::RouteGcsCalls() {
     if (now < next_gcs_route_lookup_) return;
     next_gcs_route_lookup_ = now + std::chrono::seconds(5);
   }
-  std::string host;
-  int port = 0;
-  in6_addr numeric;
-  // The stream needs the GCS's numeric address (a name, as a Kubernetes Service's,
-  // may forward only the gRPC port).
-  if (!ControlCallStreamEnabled() || !ParseAddress(options_.gcs_address, &host, &port).ok() ||
-      (::inet_pton(AF_INET, host.c_str(), &numeric) != 1 && ::inet_pton(AF_INET6, host.c_str(), &numeric) != 1)) {
+  if (!ControlCallStreamEnabled() || CallStreamBeside(options_.gcs_address, 1).empty()) {
     std::lock_guard<std::mutex> lock(gcs_route_mu_);
     next_gcs_route_lookup_ = std::chrono::steady_clock::time_point::max();
     return;
@@ -418,9 +411,9 @@ void CoreWorker::RouteGcsCalls() {
   CallOptions quick;
   quick.timeout = std::chrono::seconds(2);
   auto info = gcs_->CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest(), quick);
-  if (!info.ok() || info->call_stream_port() <= 0) return;
-  std::string endpoint = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-                         std::to_string(info->call_stream_port());
+  if (!info.ok()) return;
+  std::string endpoint = CallStreamBeside(options_.gcs_address, info->call_stream_port());
+  if (endpoint.empty()) return;
   gcs_->RouteOverCallStream(endpoint, {"CreatePlacementGroup", "RemovePlacementGroup", "GetPlacementGroup",
                                        "ListPlacementGroups", "RegisterActor", "GetActorInfo", "GetNamedActor",
                                        "KillActor", "ListActors", "KvPut", "KvGet", "KvDelete", "KvKeys"});

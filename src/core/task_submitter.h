@@ -29,7 +29,7 @@
 #include "common/rpc.h"
 #include "core/in_flight_tasks.h"
 #include "core/object_table.h"
-#include "core/task_pusher.h"
+#include "common/task_pusher.h"
 #include "core/worker_client_pool.h"
 #include "core_worker_service.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"

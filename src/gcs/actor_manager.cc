@@ -34,6 +34,7 @@ ActorManager::ActorManager(TableStore* store, EventLoop* loop, NodeDirectoryAcce
       raylets_(options_.token),
       workers_(options_.token),
       worker_streams_(options_.token),
+      pusher_(&workers_, ControlCallStreamEnabled() ? &worker_streams_ : nullptr, ""),
       waiters_(
           loop,
           [](rpc::GetActorInfoReply* reply, const rpc::ActorInfo& actor) {
@@ -243,28 +244,12 @@ void ActorManager::PushCreation(const std::string& actor_id, uint64_t attempt) {
   request.set_intended_worker_id(actor.address().worker_id());
   *request.mutable_gpu_ids() = actor.gpu_ids();
   *request.mutable_gpu_env() = actor.gpu_env();
-  CallOptions options;
-  options.timeout = std::chrono::hours(24);  // a constructor may take long
-  const rpc::Address& a = actor.address();
-  auto answered = [this, actor_id, attempt](const absl::Status& status, rpc::PushTasksReply&& reply) {
+  // As drivers push tasks: over the worker's call stream when it serves one.
+  pusher_.Push(actor.address(), request, [this, actor_id, attempt](const absl::Status& status, rpc::PushTasksReply&& reply) {
     loop_->Post([this, actor_id, attempt, status, reply = std::move(reply)]() mutable {
       OnCreationReply(actor_id, attempt, status, std::move(reply));
     });
-  };
-  std::string payload;
-  if (a.call_port() > 0 && ControlCallStreamEnabled() && request.SerializeToString(&payload) && payload.size() <= call_stream::kMaxPayloadBytes) {
-    // Over the worker's call stream, as its callers' tasks come.
-    worker_streams_.Get(a.ip() + ":" + std::to_string(a.call_port()))
-        ->Call(call_stream::kPushTasks, payload, [answered](const absl::Status& status, std::string_view bytes) {
-          rpc::PushTasksReply reply;
-          if (status.ok() && !reply.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-            return answered(absl::InternalError("the worker's reply is not a PushTasksReply"), std::move(reply));
-          }
-          answered(status, std::move(reply));
-        });
-    return;
-  }
-  workers_.Get(a.ip() + ":" + std::to_string(a.port()))->Call<rpc::PushTasksReply>(ORB_RPC(PushTasks), request, answered, options);
+  });
 }
 
 void ActorManager::OnCreationReply(const std::string& actor_id, uint64_t attempt, const absl::Status& status,

@@ -27,6 +27,7 @@
 #include "common/client_pool.h"
 #include "common/event_loop.h"
 #include "common/rpc.h"
+#include "common/task_pusher.h"
 #include "core_worker_service.grpc.pb.h"
 #include "gcs/long_poll.h"
 #include "gcs/table_store.h"
@@ -119,6 +120,7 @@ class ActorManager {
   ClientPool<rpc::RayletService> raylets_;
   ClientPool<rpc::CoreWorkerService> workers_;
   ClientPoolOf<CallStreamClient> worker_streams_;  // creation tasks to workers that serve a call stream
+  TaskPusher pusher_;
   std::map<std::string, rpc::ActorInfo> actors_;
   std::unordered_map<std::string, std::string> named_;      // namespace\0name -> actor ID, live actors only
   std::unordered_map<std::string, std::string> by_worker_;  // worker ID -> actor ID

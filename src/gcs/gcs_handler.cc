@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "common/call_stream_routes.h"
 #include "common/metrics.h"
 #include "common/resources.h"
 #include "common/unix_time.h"
@@ -40,9 +41,8 @@ std::string InvalidNode(const rpc::NodeInfo& node) {
 
 // A live node's raylet call stream, "ip:port" (empty: none).
 std::string CallStreamOf(const rpc::NodeInfo& node) {
-  if (node.state() != rpc::NodeInfo::ALIVE || node.call_stream_port() <= 0) return "";
-  const std::string& ip = node.ip();
-  return (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(node.call_stream_port());
+  if (node.state() != rpc::NodeInfo::ALIVE) return "";
+  return CallStreamBeside(node.ip() + ":" + std::to_string(node.raylet_port()), node.call_stream_port());
 }
 
 }  // namespace

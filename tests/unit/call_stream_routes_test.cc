@@ -186,3 +186,11 @@ TEST_CASE("a route payload is decoded only when it holds the path it declares", 
   REQUIRE(cs::DecodeRoute(std::string_view(whole.data(), 6), &path, &request));
   CHECK(request.empty());
 }
+
+TEST_CASE("a call stream is sought beside numeric addresses only", "[call_stream_routes]") {
+  CHECK(CallStreamBeside("10.0.0.7:6379", 41000) == "10.0.0.7:41000");
+  CHECK(CallStreamBeside("[::1]:6379", 41000) == "[::1]:41000");
+  CHECK(CallStreamBeside("orb-head.default.svc:6379", 41000).empty());  // a Service may forward only 6379
+  CHECK(CallStreamBeside("10.0.0.7:6379", 0).empty());
+  CHECK(CallStreamBeside("no-port", 41000).empty());
+}

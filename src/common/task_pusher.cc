@@ -1,4 +1,4 @@
-#include "core/task_pusher.h"
+#include "common/task_pusher.h"
 
 #include "common/call_stream_protocol.h"
 

@@ -10,8 +10,9 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "core/worker_client_pool.h"
-#include "core_worker_service.pb.h"
+#include "common/call_stream_client.h"
+#include "common/client_pool.h"
+#include "core_worker_service.grpc.pb.h"
 
 namespace orb {
 
@@ -21,8 +22,10 @@ class TaskPusher {
   // fails at once.
   using Done = std::function<void(const absl::Status& status, rpc::PushTasksReply&& reply)>;
 
-  // `local_node_id`: this process's node (binary), to pick Unix sockets for its workers.
-  TaskPusher(WorkerClientPool* grpc, CallStreamClientPool* streams, std::string local_node_id)
+  // `local_node_id`: this process's node (binary), to pick Unix sockets for its workers;
+  // empty in a process of no node (the GCS).
+  TaskPusher(ClientPool<rpc::CoreWorkerService>* grpc, ClientPoolOf<CallStreamClient>* streams,
+             std::string local_node_id)
       : grpc_(grpc), streams_(streams), local_node_id_(std::move(local_node_id)) {}
 
   void Push(const rpc::Address& worker, const rpc::PushTasksRequest& request, Done done);
@@ -37,8 +40,8 @@ class TaskPusher {
   std::string StreamEndpoint(const rpc::Address& worker) const;
 
  private:
-  WorkerClientPool* grpc_;
-  CallStreamClientPool* streams_;  // null: gRPC only
+  ClientPool<rpc::CoreWorkerService>* grpc_;
+  ClientPoolOf<CallStreamClient>* streams_;  // null: gRPC only
   const std::string local_node_id_;
 };
 
