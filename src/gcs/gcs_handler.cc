@@ -364,6 +364,14 @@ void GcsHandler::HandleMarkJobFinished(const rpc::MarkJobFinishedRequest& req, r
 
 void GcsHandler::HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req,
                                            rpc::ReportWorkerFailureReply* reply, SendReply send) {
+  if (WorkerID::FromBinary(req.worker_id()).IsNil()) {
+    return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ReportWorkerFailure: worker_id is not a worker ID"));
+  }
+  // Raylets elsewhere reclaim what it held there: leases, and requests for more.
+  rpc::PubMessage death;
+  death.set_channel(rpc::WORKER_CHANNEL);
+  *death.mutable_worker_failure() = req;
+  publisher_.Publish(std::move(death));
   if (req.is_driver()) {
     // A driver that died without Shutdown(): its job is over, and so are its actors.
     auto job = jobs_.find(JobID::FromBinary(req.job_id()));

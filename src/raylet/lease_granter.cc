@@ -470,8 +470,13 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     if (ended_by_death_.size() > kRecentDeaths) ended_by_death_.pop_front();
     lease_of_worker_.erase(lid);
   }
+  ReleaseRequestsOf(worker.id, worker.job);
+}
+
+void LeaseGranter::ReleaseRequestsOf(const WorkerID& requester, const JobID& job) {
+  if (requester.IsNil()) return Dispatch();  // nil names the GCS's leases, not a worker
   for (auto it = queue_.begin(); it != queue_.end();) {
-    if (it->requester != worker.id) {
+    if (it->requester != requester) {
       ++it;
       continue;
     }
@@ -482,12 +487,12 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     callback(std::move(reply));
   }
   for (auto it = leases_.begin(); it != leases_.end();) {
-    if (it->second.requester != worker.id) {
+    if (it->second.requester != requester) {
       ++it;
       continue;
     }
     spdlog::info("reclaiming lease {} of dead worker {} [worker_id={} job_id={}]", it->first.Hex().substr(0, 8),
-                 worker.id.Hex(), worker.id.Hex(), worker.job.Hex());
+                 requester.Hex(), requester.Hex(), job.Hex());
     available_.Add(HeldBy(it->second));
     gpus_.Release(it->second.gpus);
     lease_of_worker_.erase(it->second.worker);

@@ -81,6 +81,9 @@ class LeaseGranter {
   // A worker or driver died: release the lease it ran under, drop the requests it made,
   // and reclaim the leases it held (their workers run orphaned tasks and are stopped).
   void OnWorkerDeath(const WorkerProcess& worker);
+  // A worker or driver of `job` died, here or on another node: drop the lease requests
+  // it made here and reclaim the leases it holds here (stopping their workers).
+  void ReleaseRequestsOf(const WorkerID& requester, const JobID& job);
   // `job` ended: reclaim the leases its drivers and workers hold here (except those the
   // GCS holds for actors), kill their workers, and drop its waiting requests.
   void OnJobFinished(const JobID& job);

@@ -204,13 +204,22 @@ absl::Status Raylet::Start() {
   if (!cluster_id.ok()) return cluster_id.status();
   cluster_id_ = *cluster_id;
   StartGossip(*cluster_id);
-  job_watcher_ = std::make_unique<JobWatcher>(gcs_.get(), &loop_, [this](const rpc::JobInfo& job) {
-    lease_granter_->OnJobFinished(JobID::FromBinary(job.job_id()));
-    // What its driver owned here (results of its tasks, copies) goes with it.
-    WorkerID driver = WorkerID::FromBinary(job.driver_worker_id());
-    if (!driver.IsNil()) object_store_.ForgetWorker(driver);
-  });
-  job_watcher_->Start();
+  death_watcher_ = std::make_unique<DeathWatcher>(
+      gcs_.get(), &loop_,
+      [this](const rpc::JobInfo& job) {
+        lease_granter_->OnJobFinished(JobID::FromBinary(job.job_id()));
+        // What its driver owned here (results of its tasks, copies) goes with it.
+        WorkerID driver = WorkerID::FromBinary(job.driver_worker_id());
+        if (!driver.IsNil()) object_store_.ForgetWorker(driver);
+      },
+      [this](const rpc::ReportWorkerFailureRequest& death) {
+        // This node's own deaths were handled when they were reaped.
+        if (NodeID::FromBinary(death.node_id()) == node_id_) return;
+        WorkerID worker = WorkerID::FromBinary(death.worker_id());
+        if (worker.IsNil()) return;
+        lease_granter_->ReleaseRequestsOf(worker, JobID::FromBinary(death.job_id()));
+      });
+  death_watcher_->Start();
   loop_.RunEvery(std::chrono::milliseconds(50), [this] {
     worker_pool_->ReapDead();
     return !stopping_;
@@ -233,7 +242,7 @@ absl::Status Raylet::Start() {
 void Raylet::Stop() {
   if (stopping_) return;
   stopping_ = true;
-  if (job_watcher_) job_watcher_->Stop();
+  if (death_watcher_) death_watcher_->Stop();
   if (metrics_endpoint_) metrics_endpoint_->Stop();  // its handlers wait on the loop
   object_stream_.reset();  // its connections pin objects through the loop: first
   // Shared: after a wait that timed out, the closure may still run.

@@ -32,7 +32,7 @@
 #include "gcs_service.grpc.pb.h"
 #include "gossip/gossip_node.h"
 #include "gossip/grpc_transport.h"
-#include "raylet/job_watcher.h"
+#include "raylet/death_watcher.h"
 #include "raylet/lease_granter.h"
 #include "raylet/memory_monitor.h"
 #include "raylet/object_manager/object_puller.h"
@@ -193,7 +193,7 @@ class Raylet {
   std::unique_ptr<ForkServers> fork_servers_;  // before worker_pool_, which uses it
   std::unique_ptr<WorkerPool> worker_pool_;
   std::unique_ptr<LeaseGranter> lease_granter_;
-  std::unique_ptr<JobWatcher> job_watcher_;
+  std::unique_ptr<DeathWatcher> death_watcher_;
   std::unique_ptr<MemoryMonitor> memory_monitor_;
   std::unique_ptr<ObjectPuller> object_puller_;
   std::unique_ptr<ObjectStreamServer> object_stream_;

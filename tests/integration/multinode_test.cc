@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -283,6 +284,54 @@ TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS decla
   auto killed = std::chrono::steady_clock::now();
   CHECK(orb::testing::WaitFor([&] { return alive() == 2; }, std::chrono::seconds(20)));
   CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(10));
+}
+
+namespace {
+int SleepOnZoneB(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+ORB_REMOTE(SleepOnZoneB);
+
+// Owns a task that holds a lease on the second node (zone_b), writes its own pid to
+// `pid_file`, and waits for that task.
+int OwnerOfASleeper(std::string pid_file) {
+  auto sleeper = orb::Task(SleepOnZoneB).SetResources({{"CPU", 1}, {"zone_b", 1}}).SetMaxRetries(0).Remote(60000);
+  std::ofstream(pid_file) << ::getpid();
+  return *sleeper.Get(120000);
+}
+ORB_REMOTE(OwnerOfASleeper);
+
+double ZoneBAvailable() {
+  for (const auto& n : orb::Nodes()) {
+    if (!n.resources_total.count("zone_b")) continue;
+    auto free = n.resources_available.find("zone_b");  // absent when none is free
+    return free == n.resources_available.end() ? 0 : free->second;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a worker killed with SIGKILL gives back the leases it held on another node", "[multinode][faults]") {
+  auto& c = Cluster();
+  REQUIRE(orb::testing::WaitFor([] { return ZoneBAvailable() == 2; }, std::chrono::seconds(30)));
+  std::string pid_file = (c.temp_ / "owner.pid").string();
+  std::filesystem::remove(pid_file);
+  auto owner = orb::Task(OwnerOfASleeper)
+                   .SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.head_})
+                   .SetMaxRetries(0)
+                   .Remote(pid_file);
+  // The sleeper runs on the second node, under a lease its owner holds.
+  REQUIRE(orb::testing::WaitFor([] { return ZoneBAvailable() == 1; }, std::chrono::seconds(30)));
+  pid_t pid = 0;
+  std::ifstream(pid_file) >> pid;
+  REQUIRE(pid > 0);
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  CHECK_THROWS_AS(owner.Get(30000), orb::WorkerCrashedError);
+  // Nobody is left to return that lease: the second node reclaims it when it hears of
+  // the owner's death (stopping the sleeper, whose result nobody can receive), long
+  // before the sleeper would have finished.
+  CHECK(orb::testing::WaitFor([] { return ZoneBAvailable() == 2; }, std::chrono::seconds(20)));
 }
 
 TEST_CASE("a Get pulling from a frozen node fails once the node is declared dead, not when it wakes",

@@ -150,6 +150,39 @@ TEST_CASE("job IDs are unique and jobs are marked finished", "[gcs]") {
   loop.Stop();
 }
 
+TEST_CASE("a worker's death is published on the worker channel; a malformed report is refused", "[gcs]") {
+  EventLoop loop;
+  loop.Start();
+  auto h = GcsHandler::Create(NewInMemoryTableStore(), &loop, GcsOptions());
+  REQUIRE(h.ok());
+  rpc::ReportWorkerFailureRequest report;
+  report.set_worker_id(WorkerID::FromRandom().Binary());
+  report.set_node_id(NodeID::FromRandom().Binary());
+  report.set_reason("killed by signal 9 (SIGKILL)");
+  using Report = std::pair<grpc::Status, rpc::ReportWorkerFailureReply>;
+  Report reported = Call<rpc::ReportWorkerFailureRequest, rpc::ReportWorkerFailureReply>(
+      loop, **h, &GcsHandler::HandleReportWorkerFailure, report);
+  REQUIRE(reported.first.ok());
+
+  rpc::PollRequest poll;
+  poll.add_channels(rpc::WORKER_CHANNEL);
+  poll.set_wait_ms(0);
+  auto heard = Call<rpc::PollRequest, rpc::PollReply>(loop, **h, &GcsHandler::HandlePoll, poll).second;
+  REQUIRE(heard.messages_size() == 1);
+  CHECK(heard.messages(0).channel() == rpc::WORKER_CHANNEL);
+  CHECK(heard.messages(0).worker_failure().worker_id() == report.worker_id());
+  CHECK(heard.messages(0).worker_failure().node_id() == report.node_id());
+
+  report.set_worker_id("not an id");
+  Report refused = Call<rpc::ReportWorkerFailureRequest, rpc::ReportWorkerFailureReply>(
+      loop, **h, &GcsHandler::HandleReportWorkerFailure, report);
+  CHECK(refused.first.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(refused.first.error_message(), Catch::Contains("worker_id"));
+  poll.set_after_sequence(heard.last_sequence());
+  CHECK(Call<rpc::PollRequest, rpc::PollReply>(loop, **h, &GcsHandler::HandlePoll, poll).second.messages_size() == 0);
+  loop.Stop();
+}
+
 TEST_CASE("dead actors beyond the limit are forgotten, oldest first, in memory and in storage", "[gcs]") {
   EventLoop loop;
   loop.Start();

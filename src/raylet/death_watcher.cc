@@ -1,4 +1,4 @@
-#include "raylet/job_watcher.h"
+#include "raylet/death_watcher.h"
 
 #include <spdlog/spdlog.h>
 
@@ -10,21 +10,22 @@ constexpr std::chrono::milliseconds kRetryDelay{1000};     // after a failed pol
 
 }  // namespace
 
-JobWatcher::JobWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop,
-                       std::function<void(const rpc::JobInfo&)> on_job_finished)
-    : gcs_(gcs), loop_(loop), on_job_finished_(std::move(on_job_finished)) {}
+DeathWatcher::DeathWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop, OnJobFinished on_job_finished,
+                           OnWorkerDied on_worker_died)
+    : gcs_(gcs), loop_(loop), on_job_finished_(std::move(on_job_finished)), on_worker_died_(std::move(on_worker_died)) {}
 
-void JobWatcher::Start() {
+void DeathWatcher::Start() {
   loop_->Post([this] {
     CatchUp();
     Poll();
   });
 }
 
-void JobWatcher::Poll() {
+void DeathWatcher::Poll() {
   if (stopped_) return;
   rpc::PollRequest request;
   request.add_channels(rpc::JOB_CHANNEL);
+  request.add_channels(rpc::WORKER_CHANNEL);
   request.set_after_sequence(after_sequence_);
   request.set_wait_ms(kPollWaitMs);
   CallOptions call;
@@ -34,7 +35,7 @@ void JobWatcher::Poll() {
   }, call);
 }
 
-void JobWatcher::OnPoll(const absl::Status& status, const rpc::PollReply& reply) {
+void DeathWatcher::OnPoll(const absl::Status& status, const rpc::PollReply& reply) {
   if (stopped_ || status.code() == absl::StatusCode::kCancelled) return;
   if (!status.ok()) {
     loop_->RunAfter(kRetryDelay, [this] { Poll(); });
@@ -43,19 +44,20 @@ void JobWatcher::OnPoll(const absl::Status& status, const rpc::PollReply& reply)
   if (reply.last_sequence() < after_sequence_) {
     // A restarted GCS numbers its messages from the start again: what was published
     // meanwhile is known only from its job table.
-    spdlog::info("the GCS's job channel started over; checking every job");
+    spdlog::info("the GCS's channels started over; checking every job");
     after_sequence_ = 0;
     CatchUp();
   }
   for (const auto& message : reply.messages()) {
     if (message.has_job() && message.job().is_dead()) on_job_finished_(message.job());
+    if (message.has_worker_failure()) on_worker_died_(message.worker_failure());
     after_sequence_ = std::max(after_sequence_, message.sequence());
   }
   after_sequence_ = std::max(after_sequence_, reply.last_sequence());
   Poll();
 }
 
-void JobWatcher::CatchUp() {
+void DeathWatcher::CatchUp() {
   gcs_->Call<rpc::GetAllJobsReply>(ORB_RPC(GetAllJobs), rpc::GetAllJobsRequest(),
                                    [this](const absl::Status& status, rpc::GetAllJobsReply&& reply) {
                                      if (!status.ok()) return;
