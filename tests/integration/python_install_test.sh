@@ -40,7 +40,13 @@ echo "== a 3-node cluster"
 address=$(orb start --head --port 0 --num-cpus 2 | sed -n 's/^  GCS address: *//p')
 orb start --address "$address" --num-cpus 1 >/dev/null
 orb start --address "$address" --num-cpus 1 >/dev/null
-timeout 300 "$python" tour.py --address "$address" --xlang-lib "$work/xlang" --detached-phase create
+if ! timeout 300 "$python" tour.py --address "$address" --xlang-lib "$work/xlang" --detached-phase create; then
+  echo "-- what the cluster shows now"
+  orb status || true
+  orb list workers || true
+  orb list tasks || true
+  exit 1
+fi
 timeout 120 "$python" tour.py --address "$address" --detached-phase check
 orb stop >/dev/null
 echo "python_install_test passed"

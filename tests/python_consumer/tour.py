@@ -28,7 +28,7 @@ def fan_out(n):
 
 @orb.remote
 def where():
-    time.sleep(0.3)  # long enough that the tasks run side by side
+    time.sleep(1.0)  # long enough that the tasks run side by side, even while workers start
     return orb.get_runtime_context().get_node_id()
 
 
