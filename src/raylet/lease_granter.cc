@@ -470,10 +470,10 @@ void LeaseGranter::OnWorkerDeath(const WorkerProcess& worker) {
     if (ended_by_death_.size() > kRecentDeaths) ended_by_death_.pop_front();
     lease_of_worker_.erase(lid);
   }
-  ReleaseRequestsOf(worker.id, worker.job);
+  ReclaimFromRequester(worker.id, worker.job);
 }
 
-void LeaseGranter::ReleaseRequestsOf(const WorkerID& requester, const JobID& job) {
+void LeaseGranter::ReclaimFromRequester(const WorkerID& requester, const JobID& job) {
   if (requester.IsNil()) return Dispatch();  // nil names the GCS's leases, not a worker
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (it->requester != requester) {

@@ -78,12 +78,13 @@ class LeaseGranter {
   // return it after the raylet saw the death); nil when the lease is not known.
   WorkerID WorkerOfLease(const LeaseID& lease) const;
   void SetBlocked(const WorkerID& worker, bool blocked);
-  // A worker or driver died: release the lease it ran under, drop the requests it made,
-  // and reclaim the leases it held (their workers run orphaned tasks and are stopped).
+  // A worker or driver of this node died: release the lease it ran under, then
+  // ReclaimFromRequester.
   void OnWorkerDeath(const WorkerProcess& worker);
-  // A worker or driver of `job` died, here or on another node: drop the lease requests
-  // it made here and reclaim the leases it holds here (stopping their workers).
-  void ReleaseRequestsOf(const WorkerID& requester, const JobID& job);
+  // `requester` (a worker or driver of `job`, on any node) died: drop the lease requests
+  // it queued here and reclaim the leases it holds here (their workers run orphaned
+  // tasks and are stopped). A nil requester names the GCS's leases: nothing is reclaimed.
+  void ReclaimFromRequester(const WorkerID& requester, const JobID& job);
   // `job` ended: reclaim the leases its drivers and workers hold here (except those the
   // GCS holds for actors), kill their workers, and drop its waiting requests.
   void OnJobFinished(const JobID& job);

@@ -215,9 +215,8 @@ absl::Status Raylet::Start() {
       [this](const rpc::ReportWorkerFailureRequest& death) {
         // This node's own deaths were handled when they were reaped.
         if (NodeID::FromBinary(death.node_id()) == node_id_) return;
-        WorkerID worker = WorkerID::FromBinary(death.worker_id());
-        if (worker.IsNil()) return;
-        lease_granter_->ReleaseRequestsOf(worker, JobID::FromBinary(death.job_id()));
+        lease_granter_->ReclaimFromRequester(WorkerID::FromBinary(death.worker_id()),
+                                             JobID::FromBinary(death.job_id()));
       });
   death_watcher_->Start();
   loop_.RunEvery(std::chrono::milliseconds(50), [this] {
