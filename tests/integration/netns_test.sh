@@ -22,19 +22,19 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-netns_up "$tag" 10.213.0 || { echo "SKIP: namespaces cannot reach each other here"; exit 77; }
+netns_up "$tag" 198.18.13 || { echo "SKIP: namespaces cannot reach each other here"; exit 77; }
 mkdir -p "$work/a" "$work/b" "$work/c"
 in_ns() { local n=$1; shift; ip netns exec "$tag$n" env ORB_TEMP_DIR="$work/$n" "$@"; }
 
-head=$(in_ns a "$orb" start --head --port 0 --node-ip-address 10.213.0.1 --num-cpus 2)
+head=$(in_ns a "$orb" start --head --port 0 --node-ip-address 198.18.13.1 --num-cpus 2)
 echo "$head"
 address=$(sed -n 's/^  GCS address: *//p' <<<"$head")
-[[ $address == 10.213.0.1:* ]]
+[[ $address == 198.18.13.1:* ]]
 token=$(cat "$(sed -n 's/^  session: *//p' <<<"$head")/token")
-node_b=$(in_ns b "$orb" start --address "$address" --token "$token" --node-ip-address 10.213.0.2 --num-cpus 2 \
+node_b=$(in_ns b "$orb" start --address "$address" --token "$token" --node-ip-address 198.18.13.2 --num-cpus 2 \
   --resources '{"zone_b": 2}')
 echo "$node_b"
-node_c=$(in_ns c "$orb" start --address "$address" --token "$token" --node-ip-address 10.213.0.3 --num-cpus 2 \
+node_c=$(in_ns c "$orb" start --address "$address" --token "$token" --node-ip-address 198.18.13.3 --num-cpus 2 \
   --resources '{"zone_c": 1}' --object-store-memory 200000000)
 echo "$node_c"
 pid_b=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$node_b")
@@ -42,7 +42,7 @@ pid_c=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$node_c")
 
 status=$(in_ns a "$orb" status)
 echo "$status"
-for ip in 10.213.0.1 10.213.0.2 10.213.0.3; do grep -q "$ip:" <<<"$(sed -n '/^Alive:/,/^Dead:/p' <<<"$status")"; done
+for ip in 198.18.13.1 198.18.13.2 198.18.13.3; do grep -q "$ip:" <<<"$(sed -n '/^Alive:/,/^Dead:/p' <<<"$status")"; done
 
 echo "--- the cluster tour from the head's namespace; node c is killed mid-batch"
 in_ns a "$build_dir/tests/cluster_tour" --orb-address="$address" --batch-started-file="$work/batch-started" \
@@ -62,7 +62,7 @@ cut=$(date +%s)
 dead=false
 for _ in $(seq 1 60); do
   status=$(in_ns a "$orb" status)
-  if grep -q "10.213.0.2:" <<<"$(sed -n '/^Dead:/,/^Resources/p' <<<"$status")"; then dead=true; break; fi
+  if grep -q "198.18.13.2:" <<<"$(sed -n '/^Dead:/,/^Resources/p' <<<"$status")"; then dead=true; break; fi
   sleep 0.5
 done
 echo "$status"
@@ -80,5 +80,5 @@ for _ in $(seq 1 40); do
 done
 $gone || { echo "the raylet declared dead kept running"; exit 1; }
 status=$(in_ns a "$orb" status)
-! grep -q "10.213.0.2:" <<<"$(sed -n '/^Alive:/,/^Dead:/p' <<<"$status")"
+! grep -q "198.18.13.2:" <<<"$(sed -n '/^Alive:/,/^Dead:/p' <<<"$status")"
 echo "netns test passed"
