@@ -8,7 +8,7 @@ DEBIAN_PACKAGES := cmake ninja-build g++ make pkg-config \
   libabsl-dev libboost-dev librocksdb-dev catch2 libmsgpack-cxx-dev \
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgloo-dev libyaml-cpp-dev libgtest-dev \
   clang libclang-rt-dev \
-  libcpp-httplib-dev libssl-dev kubectl prometheus chromium python3-kubernetes curl \
+  libcpp-httplib-dev libssl-dev libxxhash-dev kubectl prometheus chromium python3-kubernetes curl \
   python3-dev pybind11-dev python3-pybind11 python3-cloudpickle python3-msgpack python3-pytest python3-numpy \
   python3-torch python3-venv python3-pip python3-setuptools python3-distributed python3-matplotlib
 

@@ -46,6 +46,7 @@ struct NodeStore {
   std::string node;  // hex
   std::string address;
   int64_t used = 0, capacity = 0, objects = 0, spilled_bytes = 0, spilled_objects = 0;
+  std::vector<rpc::SpillDirectoryStats> spill_directories;
 };
 
 struct Snapshot {
@@ -114,6 +115,7 @@ absl::StatusOr<Snapshot> Collect(const std::string& address) {
       };
       store.spilled_bytes = metric("object_spilled_bytes_on_disk");
       store.spilled_objects = metric("object_spilled_objects_on_disk");
+      store.spill_directories.assign(stats->spill_directories().begin(), stats->spill_directories().end());
     }
     snap.stores.push_back(store);
     for (const auto& o : listed->objects()) {
@@ -249,8 +251,16 @@ int Memory(const std::string& given_address, const std::string& format) {
   if (format == "json") {
     nlohmann::json nodes = nlohmann::json::array();
     for (const auto& s : snap->stores) {
+      nlohmann::json dirs = nlohmann::json::array();
+      for (const auto& d : s.spill_directories) {
+        dirs.push_back({{"path", d.path()}, {"spilled_bytes", d.spilled_bytes()}, {"files", d.files()},
+                        {"filesystem_free_bytes", d.filesystem_free_bytes()},
+                        {"filesystem_total_bytes", d.filesystem_total_bytes()}, {"failures_total", d.failures_total()},
+                        {"last_error", d.last_error()}});
+      }
       nodes.push_back({{"node_id", s.node}, {"address", s.address}, {"used_bytes", s.used}, {"capacity_bytes", s.capacity},
-                       {"objects", s.objects}, {"spilled_bytes", s.spilled_bytes}, {"spilled_objects", s.spilled_objects}});
+                       {"objects", s.objects}, {"spilled_bytes", s.spilled_bytes}, {"spilled_objects", s.spilled_objects},
+                       {"spill_directories", dirs}});
     }
     nlohmann::json objects = nlohmann::json::array();
     for (const auto& r : snap->rows) objects.push_back(ToJson(r));
@@ -264,6 +274,19 @@ int Memory(const std::string& given_address, const std::string& format) {
     std::cout << std::left << std::setw(10) << s.node.substr(0, 8) << std::setw(22)
               << (Bytes(s.used) + " / " + Bytes(s.capacity)) << std::setw(9) << s.objects << s.spilled_objects << ", "
               << Bytes(s.spilled_bytes) << "\n";
+  }
+  std::cout << "\n======== Spill directories ========\n"
+            << std::left << std::setw(10) << "NODE" << std::setw(12) << "SPILLED" << std::setw(7) << "FILES"
+            << std::setw(24) << "FILESYSTEM FREE / SIZE" << std::setw(10) << "FAILURES" << "DIRECTORY\n";
+  for (const auto& s : snap->stores) {
+    for (const auto& d : s.spill_directories) {
+      std::string fs = d.filesystem_total_bytes() < 0
+                           ? "unreadable"
+                           : Bytes(d.filesystem_free_bytes()) + " / " + Bytes(d.filesystem_total_bytes());
+      std::cout << std::left << std::setw(10) << s.node.substr(0, 8) << std::setw(12) << Bytes(d.spilled_bytes())
+                << std::setw(7) << d.files() << std::setw(24) << fs << std::setw(10) << d.failures_total() << d.path()
+                << (d.last_error().empty() ? "" : "\n          last failure: " + d.last_error()) << "\n";
+    }
   }
   // By owner, as `ray memory` groups by process.
   std::map<std::string, std::vector<Row>> by_owner;

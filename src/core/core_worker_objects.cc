@@ -79,13 +79,13 @@ std::shared_ptr<internal::ValueBuffer> CoreWorker::Materialize(const ObjectID& i
         // The owner is known here only for this process's own objects.
         WorkerID owner = objects_->IsOwned(id) ? options_.worker_id : WorkerID();
         buffer = store_->Pull(id, holder, static_cast<uint64_t>(value->size()), owner);
-        if (buffer.status().code() == absl::StatusCode::kResourceExhausted) {
-          throw ObjectStoreFullError(std::string(buffer.status().message()));
-        }
       } else {
         buffer = store_->Get(id, std::max<int64_t>(MsUntil(deadline), 1000));
       }
       if (buffer.ok()) return *buffer;
+      // No room to read it now is not a loss: the caller hears why, and may try again.
+      if (absl::IsResourceExhausted(buffer.status())) throw ObjectStoreFullError(std::string(buffer.status().message()));
+      if (absl::IsFailedPrecondition(buffer.status())) throw OutOfDiskError(std::string(buffer.status().message()));
       std::string why(buffer.status().message());
       if (!lost) throw ObjectLostError("object " + id.Hex() + " is lost: " + why);
       *lost = why;

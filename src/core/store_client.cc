@@ -69,8 +69,20 @@ absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> StoreClient::Get(const Ob
   options.timeout = std::chrono::milliseconds(request.timeout_ms() + 10000);
   auto reply = raylet_->CallSync<rpc::GetObjectsReply>(ORB_RPC(GetObjects), request, options);
   if (!reply.ok()) return reply.status();
-  if (reply->objects_size() != 1 || !reply->objects(0).found()) {
-    return absl::NotFoundError("object " + id.Hex() + " is not in this node's object store");
+  if (reply->objects_size() != 1) return absl::InternalError("the raylet answered a Get of one object with " +
+                                                            std::to_string(reply->objects_size()));
+  if (!reply->objects(0).found()) {
+    const rpc::ErrorInfo& error = reply->objects(0).error();
+    switch (error.type()) {
+      case rpc::ERROR_NONE:
+        return absl::NotFoundError("object " + id.Hex() + " is not in this node's object store");
+      case rpc::OBJECT_STORE_FULL:
+        return absl::ResourceExhaustedError(error.message());
+      case rpc::OUT_OF_DISK:
+        return absl::FailedPreconditionError(error.message());
+      default:
+        return absl::DataLossError(error.message());
+    }
   }
   const auto& loc = reply->objects(0);
   return View(id, static_cast<uint64_t>(loc.offset()), static_cast<uint64_t>(loc.size()));

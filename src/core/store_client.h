@@ -34,7 +34,10 @@ class StoreClient {
   absl::Status PutWith(const ObjectID& id, size_t size, const rpc::Address& owner,
                        const std::function<void(char*)>& write);
   // A zero-copy view of a sealed object, pinned while the buffer lives. NotFound when it
-  // is not sealed here within `timeout_ms`.
+  // is not sealed here within `timeout_ms`; for an object this node holds on disk:
+  // ResourceExhausted (ObjectStoreFull) or FailedPrecondition (OutOfDisk) when no room
+  // could be made to read it back (transient: the bytes are still there), DataLoss when
+  // its spill file is damaged (the copy is gone).
   absl::StatusOr<std::shared_ptr<internal::ValueBuffer>> Get(const ObjectID& id, int64_t timeout_ms);
   // Has this node's raylet copy an object from `source` (another node) into the local
   // store, then returns a zero-copy view of the copy. ObjectLost / ResourceExhausted

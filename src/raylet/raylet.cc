@@ -60,14 +60,35 @@ std::vector<ObjectID> ToObjectIds(const google::protobuf::RepeatedPtrField<std::
   return ids;
 }
 
+// Why a store object could not be read back, as the error a reader gets: transient
+// when there was no room (the bytes are still on disk), a loss when its file is damaged.
+rpc::ErrorInfo UnreadableError(const absl::Status& why) {
+  rpc::ErrorInfo error;
+  switch (why.code()) {
+    case absl::StatusCode::kResourceExhausted:
+      error.set_type(rpc::OBJECT_STORE_FULL);
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      error.set_type(rpc::OUT_OF_DISK);
+      break;
+    default:
+      error.set_type(rpc::OBJECT_LOST);
+  }
+  error.set_message(std::string(why.message()));
+  return error;
+}
+
 SpillOptions SpillOptionsFor(const RayletOptions& options, ShmArena* arena, EventLoop* loop) {
   SpillOptions spill;
-  std::string dir = options.spill_dir;
-  if (dir.empty()) {
-    dir = options.session_dir.empty() ? (std::filesystem::temp_directory_path() / "orb-spill").string()
-                                      : options.session_dir + "/spill";
+  std::vector<std::string> dirs;
+  for (const auto& dir : options.spill_dirs) {
+    if (!dir.empty()) dirs.push_back(dir);
   }
-  spill.spiller = std::make_unique<ObjectSpiller>(dir, reinterpret_cast<char*>(arena->data()), loop);
+  if (dirs.empty()) {
+    dirs.push_back(options.session_dir.empty() ? (std::filesystem::temp_directory_path() / "orb-spill").string()
+                                               : options.session_dir + "/spill");
+  }
+  spill.spiller = std::make_unique<ObjectSpiller>(std::move(dirs), reinterpret_cast<char*>(arena->data()), loop);
   spill.threshold = options.spill_threshold;
   return spill;
 }
@@ -575,6 +596,7 @@ void Raylet::HandleGetObjects(const rpc::GetObjectsRequest& req, rpc::GetObjects
                         out->set_found(loc.found);
                         out->set_offset(static_cast<int64_t>(loc.offset));
                         out->set_size(static_cast<int64_t>(loc.size));
+                        if (!loc.unreadable.ok()) *out->mutable_error() = UnreadableError(loc.unreadable);
                       }
                       send(grpc::Status::OK);
                     });
@@ -726,6 +748,17 @@ void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeSta
   metrics["object_spilled_bytes_on_disk"] = static_cast<int64_t>(spill.bytes_on_disk);
   metrics["object_spilled_objects_on_disk"] = static_cast<int64_t>(spill.objects_on_disk);
   metrics["object_spill_files"] = static_cast<int64_t>(spill.files);
+  metrics["object_restore_failures_total"] = static_cast<int64_t>(spill.restore_failures_total);
+  for (const auto& d : object_store_.spill_directories()) {
+    auto* out = reply->add_spill_directories();
+    out->set_path(d.path);
+    out->set_spilled_bytes(static_cast<int64_t>(d.spilled_bytes));
+    out->set_files(static_cast<int64_t>(d.files));
+    out->set_filesystem_free_bytes(d.filesystem_free_bytes);
+    out->set_filesystem_total_bytes(d.filesystem_total_bytes);
+    out->set_failures_total(static_cast<int64_t>(d.failures_total));
+    out->set_last_error(d.last_error);
+  }
   for (const auto& [name, value] : gossip::GossipMetrics(gossip_->stats())) (*reply->mutable_metrics())[name] = value;
   reply->set_worker_isolation(isolation_);
   reply->set_memory_monitor(memory_monitor_ ? memory_monitor_->Describe() : "off");

@@ -56,10 +56,11 @@ struct RayletOptions {
   ResourceSet resources;  // CPU, GPU, memory and custom amounts
   std::map<std::string, std::string> labels;
   uint64_t object_store_bytes = 256ull << 20;
-  // Where primary copies are spilled when the store is under pressure; empty:
+  // Where primary copies are spilled when the store is under pressure, one directory
+  // or several (files spread over them, a full one skipped); none:
   // <session_dir>/spill (or the temp directory without a session). Spilling starts
   // once more than `spill_threshold` of the store is in use, or a create needs room.
-  std::string spill_dir;
+  std::vector<std::string> spill_dirs;
   double spill_threshold = 0.8;
   std::string session_dir;
   std::string token;

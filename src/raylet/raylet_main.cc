@@ -65,8 +65,10 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--object-store-memory", object_store_memory,
                  "object store capacity, bytes (default: 30% of available memory, within /dev/shm)")
       ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 45));
-  app.add_option("--object-spilling-directory", options.spill_dir,
-                 "where objects are spilled under store pressure (default: <session-dir>/spill)");
+  app.add_option("--object-spilling-directory", options.spill_dirs,
+                 "where objects are spilled under store pressure: a directory, or several separated by commas "
+                 "(default: <session-dir>/spill)")
+      ->delimiter(',');
   app.add_option("--object-spilling-threshold", options.spill_threshold,
                  "fraction of the object store in use above which objects are spilled to disk")
       ->check(CLI::Range(0.0, 1.0));

@@ -18,8 +18,11 @@
 #                   no netem: a slow token-bucket link that delays and drops)
 #   tiny_disk       the GCS's storage on an 8 MiB tmpfs that fills up during the run: the
 #                   GCS refuses writes with errors, keeps serving, and comes back whole
+#   full_spill_disk the head's spill directory on a 48 MiB tmpfs while the workload also
+#                   Puts and holds 4 MiB objects until the store and the disk are full:
+#                   refused Puts are fine, every acknowledged object must read back right
 #
-# partition and netem need network namespaces, tiny_disk a tmpfs mount (root); where
+# partition and netem need network namespaces, tiny_disk and full_spill_disk a tmpfs mount (root); where
 # they cannot be had they are skipped with a message. Each run prints a table row:
 # submitted / completed / lost / duplicated / wrong. The suite fails on any lost or wrong
 # result, any daemon that died unbidden, and any process or /dev/shm file left behind
@@ -31,7 +34,7 @@ build_dir=$(cd "$1" && pwd)
 shift
 faults=("$@")
 [[ ${#faults[@]} == 0 ]] && faults=(worker_kill poison actor_kill raylet_kill raylet_freeze gcs_restart gcs_empty
-  partition netem tiny_disk)
+  partition netem tiny_disk full_spill_disk)
 orb="$build_dir/bin/orb"
 workload="$build_dir/tests/chaos_workload"
 seconds=${ORB_CHAOS_SECONDS:-12}
@@ -51,7 +54,7 @@ source "$(dirname "$0")/../lib/netns.sh"
 netns=false
 [[ $(id -u) == 0 ]] && netns_available "$tag" && netns=true
 node_names=(a b c)
-ip_of() { if $netns; then echo "10.214.0.$(( $1 + 1 ))"; else echo 127.0.0.1; fi; }
+ip_of() { if $netns; then echo "198.18.14.$(( $1 + 1 ))"; else echo 127.0.0.1; fi; }
 in_node() {  # in_node INDEX CMD...: run as on that node
   local i=$1
   shift
@@ -61,7 +64,7 @@ in_node() {  # in_node INDEX CMD...: run as on that node
 setup_network() {
   $netns || return 0
   # Namespaces that cannot reach each other (a sandbox without bridging) are no use.
-  if ! netns_up "$tag" 10.214.0; then
+  if ! netns_up "$tag" 198.18.14; then
     echo "network namespaces cannot reach each other here; nodes run on loopback"
     netns_down "$tag"
     netns=false
@@ -302,14 +305,17 @@ run_netem() {
   daemons_alive "$gcs_pid" "${raylet_pid[@]}"
   end_of_run_checks
 }
+mount_small_disk() {  # mount_small_disk DIR SIZE FAULT: a tmpfs for the run, or a skipped row
+  mkdir -p "$1"
+  if [[ $(id -u) != 0 ]] || ! mount -t tmpfs -o size="$2" tmpfs "$1" 2>/dev/null; then
+    echo "SKIP $3: mounting a tmpfs needs root"
+    table+=("{\"fault\":\"$3\",\"skipped\":\"no tmpfs\"}")
+    return 1
+  fi
+}
 run_tiny_disk() {
   local disk="$work/tinydisk"
-  mkdir -p "$disk"
-  if [[ $(id -u) != 0 ]] || ! mount -t tmpfs -o size=8m tmpfs "$disk" 2>/dev/null; then
-    echo "SKIP tiny_disk: mounting a tmpfs needs root"
-    table+=('{"fault":"tiny_disk","skipped":"no tmpfs"}')
-    return
-  fi
+  mount_small_disk "$disk" 8m tiny_disk || return
   stop_cluster
   start_cluster --storage-dir "$disk/storage" --min-free-disk-bytes 2097152 || { fail "tiny_disk: cannot start on the small disk"; umount "$disk"; return; }
   start_workload tiny_disk || { umount "$disk"; return; }
@@ -336,6 +342,21 @@ run_tiny_disk() {
   start_cluster || fail "cannot start a fresh cluster"
 }
 
+run_full_spill_disk() {
+  local disk="$work/spilldisk"
+  mount_small_disk "$disk" 48m full_spill_disk || return
+  stop_cluster
+  start_cluster --object-spilling-directory "$disk" || { fail "full_spill_disk: cannot start"; umount "$disk"; return; }
+  start_workload full_spill_disk --hold-puts || { umount "$disk"; return; }
+  finish_workload full_spill_disk
+  daemons_alive "$gcs_pid" "${raylet_pid[@]}"
+  # The disk did fill: some Puts were refused.
+  grep -q '"put_refused":[1-9]' <<<"${table[-1]}" || fail "full_spill_disk: the store and its disk never filled: ${table[-1]}"
+  stop_cluster
+  umount "$disk"
+  start_cluster || fail "cannot start a fresh cluster"
+}
+
 # --- the suite
 shm_before=$(ls /dev/shm 2>/dev/null | grep '^orb-' | sort)
 cleanup() {
@@ -343,6 +364,7 @@ cleanup() {
   pkill -9 -f "$work/" 2>/dev/null
   teardown_network
   mountpoint -q "$work/tinydisk" 2>/dev/null && umount "$work/tinydisk"
+  mountpoint -q "$work/spilldisk" 2>/dev/null && umount "$work/spilldisk"
   [[ -n ${ORB_CHAOS_KEEP:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT

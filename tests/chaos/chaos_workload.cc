@@ -13,9 +13,15 @@
 // object went with a killed node is resubmitted (orb does not rebuild lost objects yet)
 // and counted as *resubmitted*. With --poison, tasks that abort their worker are mixed
 // in; they are expected to fail (poison_failed) and must not take healthy work with them.
+// With --hold-puts, each round also Puts 4 MiB objects that are held to the end (the
+// driver's store and its spill disk fill up): a Put refused with ObjectStoreFullError or
+// OutOfDiskError was never acknowledged (put_refused), a read that hears those errors
+// while there is no room is transient (transient); at the end the newest half are read
+// and dropped, and every other acknowledged one must read back right once there is room.
+// Under that fault an item that fails for want of store or disk space is refused, not lost.
 //
 //   chaos_workload --orb-address=HOST:PORT --fault=NAME --seconds=S --run-dir=DIR
-//                  [--poison] [--started-file=PATH]
+//                  [--poison] [--hold-puts] [--started-file=PATH]
 //   chaos_workload --orb-address=HOST:PORT --probe-named-actor
 //       creates a named actor (a GCS write) and calls it; exit 0 when that worked, else
 //       the error on stderr and exit 1
@@ -108,12 +114,24 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return fallback;
 }
 
+// An error that says the store or its spill disk had no room: nothing acknowledged was lost.
+bool NoRoom(const std::string& what) {
+  return what.find("out of disk") != std::string::npos || what.find("object store full") != std::string::npos ||
+         what.find("no room") != std::string::npos;
+}
+
 struct Tally {
   int64_t submitted = 0, completed = 0, lost = 0, wrong = 0, resubmitted = 0, poison_failed = 0;
+  int64_t refused = 0, put_refused = 0, transient = 0;
+  bool no_room_is_refusal = false;  // the full spill disk run
   std::map<std::string, int64_t> lost_by_kind;
   std::set<std::string> reasons;  // distinct causes of losses, for the report
 
   void Lose(const std::string& kind, const std::string& why) {
+    if (no_room_is_refusal && NoRoom(why)) {
+      ++refused;
+      return;
+    }
     ++lost;
     ++lost_by_kind[kind];
     if (reasons.size() < 5) reasons.insert(kind + ": " + why.substr(0, 200));
@@ -155,6 +173,7 @@ int main(int argc, char** argv) {
   run_dir = Flag(argc, argv, "run-dir", "/tmp");
   bool poison = Flag(argc, argv, "poison") == "1";
   std::string started_file = Flag(argc, argv, "started-file");
+  bool hold_puts = Flag(argc, argv, "hold-puts") == "1";
 
   if (Flag(argc, argv, "probe-named-actor") == "1") {
     try {
@@ -182,6 +201,35 @@ int main(int argc, char** argv) {
   orb::PlacementGroup group =
       orb::CreatePlacementGroup({"", {{{"CPU", 0.25}}, {{"CPU", 0.25}}}, orb::PlacementStrategy::SPREAD});
   Tally tally;
+  tally.no_room_is_refusal = hold_puts;
+  using Held = std::vector<int64_t>;  // 4 MiB, word i = seq + i
+  constexpr size_t kHeldWords = 512 * 1024;
+  auto held_right = [&](const Held& v, int64_t s) {
+    return v.size() == kHeldWords && v[0] == s && v[kHeldWords - 1] == s + static_cast<int64_t>(kHeldWords) - 1;
+  };
+  std::vector<std::pair<int64_t, orb::ObjectRef<Held>>> held;
+  // Reads one held object: true when it settled (right, wrong or lost), false on a
+  // transient error. A right answer counts as completed only when `final`.
+  auto read_held = [&](size_t i, bool final) {
+    try {
+      auto v = held[i].second.Get(60000);
+      if (!held_right(*v, held[i].first)) {
+        ++tally.wrong;
+      } else if (final) {
+        ++tally.completed;
+      }
+      return true;
+    } catch (const orb::ObjectStoreFullError&) {
+    } catch (const orb::OutOfDiskError&) {
+    } catch (const orb::Error& e) {
+      ++tally.lost;
+      ++tally.lost_by_kind["held_object"];
+      if (tally.reasons.size() < 5) tally.reasons.insert(std::string("held_object: ") + e.what());
+      return true;
+    }
+    ++tally.transient;
+    return false;
+  };
   if (!group.Wait(60)) tally.Lose("placement_group", "not placed within 60 s");
   recorder.Task(&Recorder::Pid).Remote().Get(60000);
   if (!started_file.empty()) std::ofstream(started_file) << "started\n";
@@ -211,6 +259,21 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 2; ++i) poisoned.push_back(orb::Task(Poison).SetMaxRetries(1).Remote(-1 - i));
     }
     tally.submitted += tasks.size() + calls.size() + grouped.size() + pipelines.size();
+    if (hold_puts) {
+      for (int i = 0; i < 8; ++i, ++seq) {
+        Held v(kHeldWords);
+        for (size_t w = 0; w < v.size(); ++w) v[w] = seq + static_cast<int64_t>(w);
+        try {
+          held.emplace_back(seq, orb::Put(v));
+        } catch (const orb::ObjectStoreFullError&) {
+          ++tally.put_refused;
+        } catch (const orb::OutOfDiskError&) {
+          ++tally.put_refused;
+        }
+      }
+      // One held object read now, the oldest first (on disk by then); settled ones again at the end.
+      if (!held.empty()) read_held(static_cast<size_t>(seq) % held.size(), /*final=*/false);
+    }
 
     const int64_t timeout_ms = 90000;
     for (auto& [s, ref] : tasks) Settle(ref, s * s, "task", tally, timeout_ms);
@@ -248,6 +311,27 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (hold_puts) {
+    // Every acknowledged object reads back right, newest first, each dropped once read:
+    // the newest is in memory, and each one dropped leaves room to read an older one back
+    // from disk. Transient errors are waited out, for a minute in all.
+    tally.submitted += static_cast<int64_t>(held.size());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (size_t i = held.size(); i-- > 0;) {
+      bool settled = read_held(i, /*final=*/true);
+      while (!settled && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        settled = read_held(i, /*final=*/true);
+      }
+      if (!settled) {
+        ++tally.lost;
+        ++tally.lost_by_kind["held_object"];
+        tally.reasons.insert("held_object: still no room to read it back after a minute");
+      }
+      held[i].second = orb::ObjectRef<Held>();
+    }
+  }
+
   // Runs per item, from the log the workers appended to.
   std::map<std::string, int64_t> runs;
   {
@@ -263,7 +347,9 @@ int main(int argc, char** argv) {
   std::ostringstream out;
   out << "{\"fault\":\"" << Json(fault) << "\",\"submitted\":" << tally.submitted << ",\"completed\":" << tally.completed
       << ",\"lost\":" << tally.lost << ",\"duplicated\":" << duplicated << ",\"wrong\":" << tally.wrong
-      << ",\"resubmitted\":" << tally.resubmitted << ",\"poison_failed\":" << tally.poison_failed;
+      << ",\"resubmitted\":" << tally.resubmitted << ",\"poison_failed\":" << tally.poison_failed
+      << ",\"refused\":" << tally.refused << ",\"put_refused\":" << tally.put_refused
+      << ",\"transient\":" << tally.transient;
   if (!tally.reasons.empty()) {
     out << ",\"loss_reasons\":[";
     bool first = true;

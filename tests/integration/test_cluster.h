@@ -15,11 +15,12 @@ inline void EnsureCluster(const Config& config = Config()) {
   if (!orb::IsInitialized()) orb::Init(config);
 }
 
-inline bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+inline bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds poll = std::chrono::milliseconds(20)) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(poll);
   }
   return condition();
 }

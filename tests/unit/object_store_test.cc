@@ -207,10 +207,13 @@ std::string TempDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   return dir.string();
 }
+// Spill files in `dir` (not the spiller's lock).
 size_t FilesIn(const std::string& dir) {
   std::error_code ec;
   size_t n = 0;
-  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator(); ++it) ++n;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator(); ++it) {
+    n += it->path().extension() == ".bin";
+  }
   return n;
 }
 }  // namespace

@@ -114,7 +114,8 @@ void ObjectPuller::FailIfIdle(const ObjectID& id) {
   Transfer& t = it->second;
   if (t.failure.ok() || t.in_flight > 0) return;
   rpc::ErrorInfo error;
-  error.set_type(rpc::OBJECT_LOST);
+  // A holder with no room to read it back from disk still has it: not a loss.
+  error.set_type(absl::IsResourceExhausted(t.failure) ? rpc::OBJECT_STORE_FULL : rpc::OBJECT_LOST);
   error.set_message("object " + id.Hex() + " could not be fetched from " + t.source + ": " +
                     std::string(t.failure.message()));
   Finish(id, error);

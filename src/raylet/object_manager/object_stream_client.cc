@@ -87,6 +87,10 @@ absl::Status ObjectStreamClient::FetchNow(const std::string& address, const Obje
     case os::kNotFound:
       GiveBack(address, fd);
       return absl::NotFoundError("the node no longer has object " + id.Hex());
+    case os::kNoRoom:
+      GiveBack(address, fd);
+      return absl::ResourceExhaustedError("the node holding object " + id.Hex() +
+                                          " has no room to read it back from disk now");
     case os::kOutOfRange:
       GiveBack(address, fd);
       return absl::OutOfRangeError("bytes " + std::to_string(offset) + "+" + std::to_string(length) +

@@ -30,6 +30,7 @@ enum Status : uint32_t {
   kUnauthenticated = 3,  // missing or wrong cluster token
   kMalformed = 4,        // not a request of this protocol and version
   kBusy = 5,             // every connection for members is in use: try again shortly
+  kNoRoom = 6,           // the holder has it on disk but no room to read it back now
 };
 
 #pragma pack(push, 1)

@@ -123,7 +123,11 @@ bool ObjectStreamServer::ServeOne(int fd, const WorkerID& reader, bool* authenti
   }
   ObjectID id = ObjectID::FromBinary(std::string(request.object_id, os::kObjectIdBytes));
   ObjectLocationInArena where = source_.pin(id, reader);
-  if (!where.found) return answer(os::kNotFound, 0);
+  if (!where.found) {
+    // No room to read it back from disk is transient; a damaged file is a loss.
+    bool no_room = absl::IsResourceExhausted(where.unreadable) || absl::IsFailedPrecondition(where.unreadable);
+    return answer(no_room ? os::kNoRoom : os::kNotFound, 0);
+  }
   if (request.offset > where.size || request.length > where.size - request.offset) {
     source_.unpin(id, reader);
     IncrementCounter("object_chunk_requests_rejected");

@@ -61,6 +61,8 @@ void LocalObjectStore::Free(const ObjectID& id) {
   if (e.spilled) spill_.spiller->Release(e.spilled->path);
   std::vector<NodeID> copies = std::move(e.copies);
   objects_.erase(it);
+  awaiting_room_.erase(id);
+  RoomMayHaveFreed();
   if (!copies.empty() && on_copies_orphaned_) on_copies_orphaned_(id, copies);
 }
 
@@ -73,6 +75,7 @@ void LocalObjectStore::DropMemory(Entry& e) {
   allocator_.Free(e.offset, e.size);
   e.in_memory = false;
   e.location.found = false;
+  RoomMayHaveFreed();
 }
 
 void LocalObjectStore::Evict(const ObjectID& id) {
@@ -232,6 +235,8 @@ void LocalObjectStore::Answer(const std::shared_ptr<PendingGet>& get) {
       loc = {true, it->second.offset, it->second.size};
       it->second.pins[get->reader]++;
       UpdateEvictability(id, it->second);
+    } else if (it != objects_.end() && it->second.sealed) {
+      loc.unreadable = it->second.unreadable;
     }
     locations.push_back(loc);
   }
@@ -277,6 +282,7 @@ void LocalObjectStore::Release(const std::vector<ObjectID>& ids, const WorkerID&
       continue;
     }
     UpdateEvictability(id, it->second);
+    if (!Busy(it->second)) RoomMayHaveFreed();  // it may be evicted or spilled now
   }
 }
 
@@ -364,28 +370,28 @@ bool LocalObjectStore::StartSpill(uint64_t bytes) {
     total += ArenaAllocator::Rounded(e.size);
   }
   spill_in_flight_ = true;
-  spdlog::debug("spilling {} object(s), {} bytes, to {}", ids.size(), total, spill_.spiller->dir());
-  spill_.spiller->Spill(std::move(items), [this, ids](absl::StatusOr<std::vector<ObjectSpiller::Location>> result) {
-    OnSpilled(ids, std::move(result));
-  });
+  spdlog::debug("spilling {} object(s), {} bytes, to {}", ids.size(), total, spill_.spiller->dirs_text());
+  spill_.spiller->Spill(std::move(items),
+                        [this, ids](ObjectSpiller::SpillResult result) { OnSpilled(ids, std::move(result)); });
   return true;
 }
 
-void LocalObjectStore::OnSpilled(std::vector<ObjectID> ids,
-                                 absl::StatusOr<std::vector<ObjectSpiller::Location>> result) {
+void LocalObjectStore::OnSpilled(std::vector<ObjectID> ids, ObjectSpiller::SpillResult result) {
   spill_in_flight_ = false;
-  if (!result.ok()) {
+  if (!result.error.ok()) {
     stats_.spill_failures_total++;
     last_spill_failure_ = std::chrono::steady_clock::now();
-    spdlog::warn("object spilling failed: {}", std::string(result.status().message()));
+    last_spill_error_ = result.error;
+    spdlog::warn("object spilling failed ({} of {} object(s) written; the rest stay in memory): {}",
+                 result.written.size(), ids.size(), std::string(result.error.message()));
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     auto it = objects_.find(ids[i]);
     if (it == objects_.end()) continue;
     Entry& e = it->second;
     e.io--;
-    if (result.ok()) {
-      e.spilled = (*result)[i];
+    if (i < result.written.size()) {
+      e.spilled = result.written[i];
       stats_.spilled_bytes_total += e.size;
       stats_.spilled_objects_total++;
     }
@@ -396,9 +402,12 @@ void LocalObjectStore::OnSpilled(std::vector<ObjectID> ids,
     if (e.spilled && !Busy(e)) DropMemory(e);  // what the spill was for; a pinned one leaves later
     UpdateEvictability(ids[i], e);
   }
+  // Anything written may have made room: those waiting try again (and spill more if
+  // they must); a spill that wrote nothing made none.
+  absl::Status progress = result.written.empty() ? result.error : absl::OkStatus();
   auto waiting = std::move(after_spill_);
   after_spill_.clear();
-  for (auto& retry : waiting) retry(result.status());
+  for (auto& retry : waiting) retry(progress);
   MaybeSpillAboveThreshold();
 }
 
@@ -417,43 +426,89 @@ void LocalObjectStore::StartRestore(const ObjectID& id) {
   Entry& e = it->second;
   auto offset = Place(e.size);
   if (!offset.ok()) {
-    // Room first, by spilling others; or, if nothing can go, the gets find it absent.
-    bool waiting = AfterSpill(ArenaAllocator::Rounded(e.size), [this, id](const absl::Status& spilled) {
-      if (spilled.ok()) return StartRestore(id);
-      WakeGets(id, /*force=*/true);
-    });
-    if (!waiting) {
-      spdlog::warn("cannot restore spilled object {}: {}", id.Hex(), std::string(offset.status().message()));
-      loop_->Post([this, id] { WakeGets(id, /*force=*/true); });
+    // Room first, by spilling others; but after the disk refused a spill lately, only
+    // by room made another way (a release, a delete).
+    bool disk_refused = last_spill_failure_ &&
+                        std::chrono::steady_clock::now() - *last_spill_failure_ < kSpillRetryAfterFailure;
+    std::string what = "no room in the object store to read object " + id.Hex() + " back from disk";
+    if (spill_in_flight_ || !disk_refused) {
+      bool waiting = AfterSpill(ArenaAllocator::Rounded(e.size), [this, id, what](const absl::Status& spilled) {
+        if (spilled.ok()) return StartRestore(id);
+        WaitForRoom(id, absl::FailedPreconditionError("out of disk: " + what + ", and spilling other objects failed: " +
+                                                      std::string(spilled.message())));
+      });
+      if (waiting) return;
     }
+    WaitForRoom(id, disk_refused ? absl::FailedPreconditionError("out of disk: " + what +
+                                                                 ", and spilling other objects failed: " +
+                                                                 std::string(last_spill_error_.message()))
+                                 : absl::ResourceExhaustedError(what + ": " + std::string(offset.status().message())));
     return;
   }
+  awaiting_room_.erase(id);
+  e.unreadable = absl::OkStatus();
   e.offset = *offset;
   e.location = {false, *offset, e.size};
   e.in_memory = true;  // its range is taken; Readable only once the bytes are back
   e.restoring = true;
   e.io++;
-  spill_.spiller->Restore(*e.spilled, *offset, e.size, [this, id](absl::Status status) {
-    auto it = objects_.find(id);
-    if (it == objects_.end()) return;
-    Entry& e = it->second;
-    e.io--;
-    e.restoring = false;
-    if (status.ok()) {
-      e.location.found = true;
-      stats_.restored_bytes_total += e.size;
-      stats_.restored_objects_total++;
-    } else {
-      spdlog::warn("cannot restore spilled object {}: {}", id.Hex(), std::string(status.message()));
-      DropMemory(e);
-    }
-    if (e.deleted && !Busy(e)) {
-      WakeGets(id, /*force=*/true);
-      Free(id);
-      return;
-    }
-    UpdateEvictability(id, e);
-    WakeGets(id, /*force=*/!status.ok());
+  spill_.spiller->Restore(*e.spilled, *offset, e.size, [this, id](absl::Status status) { OnRestored(id, status); });
+}
+
+void LocalObjectStore::OnRestored(const ObjectID& id, const absl::Status& status) {
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return;
+  Entry& e = it->second;
+  e.io--;
+  e.restoring = false;
+  if (!status.ok()) {
+    // Damaged on disk: the copy here is gone. Its readers hear why, and the entry goes,
+    // so that its owner can rebuild it under the same ID.
+    spdlog::error("spilled object {} is lost on this node: {}", id.Hex(), std::string(status.message()));
+    stats_.restore_failures_total++;
+    e.unreadable = status;
+    DropMemory(e);
+    WakeGets(id, /*force=*/true);
+    Free(id);
+    return;
+  }
+  e.location.found = true;
+  stats_.restored_bytes_total += e.size;
+  stats_.restored_objects_total++;
+  if (e.deleted && !Busy(e)) {
+    WakeGets(id, /*force=*/true);
+    Free(id);
+    return;
+  }
+  UpdateEvictability(id, e);
+  WakeGets(id, /*force=*/false);
+}
+
+void LocalObjectStore::WaitForRoom(const ObjectID& id, absl::Status why) {
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return;
+  spdlog::debug("restore of {} waits for room: {}", id.Hex(), std::string(why.message()));
+  it->second.unreadable = std::move(why);
+  auto deadline = std::chrono::steady_clock::now() + kRoomGracePeriod;
+  if (!awaiting_room_.try_emplace(id, deadline).second) return;  // its deadline stands
+  loop_->RunAfter(kRoomGracePeriod, [this, id] {
+    auto parked = awaiting_room_.find(id);
+    // Restored or freed since; or restored and waiting again, with a later deadline.
+    if (parked == awaiting_room_.end() || std::chrono::steady_clock::now() < parked->second) return;
+    awaiting_room_.erase(parked);
+    WakeGets(id, /*force=*/true);  // answered with the reason; the bytes stay on disk
+  });
+}
+
+void LocalObjectStore::RoomMayHaveFreed() {
+  if (awaiting_room_.empty() || room_retry_posted_) return;
+  room_retry_posted_ = true;
+  loop_->Post([this] {
+    room_retry_posted_ = false;
+    std::vector<ObjectID> ids;
+    ids.reserve(awaiting_room_.size());
+    for (const auto& [id, deadline] : awaiting_room_) ids.push_back(id);
+    for (const auto& id : ids) StartRestore(id);
   });
 }
 

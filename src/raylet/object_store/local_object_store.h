@@ -13,12 +13,19 @@
 // Spilling (when an ObjectSpiller is given): a Create that cannot fit even then, or a
 // store filled past the spilling threshold, writes unpinned primary copies to disk,
 // oldest first, in batches (ObjectSpiller, on its own thread), and frees their memory
-// once written. A Get of a spilled object restores it first (making room the same
-// way); a restored copy keeps its file, so it can leave memory again without a write.
-// Creates waiting for a spill are answered when it ends: with the space, or — the disk
-// being full — FailedPrecondition ("out of disk"), nothing having been dropped. Without
-// spilling, a Create that cannot fit answers ObjectStoreFull, saying whether the store
-// is full or its free space is split up by objects in use; nothing crashes.
+// once written — only what was written whole and synced; a spill that fails part-way
+// leaves the rest in memory. A Get of a spilled object restores it first (making room
+// the same way); a restored copy keeps its file, so it can leave memory again without
+// a write. Creates waiting for a spill are answered when it ends: with the space, or —
+// the disk being full — FailedPrecondition ("out of disk"), nothing having been dropped.
+// Without spilling, a Create that cannot fit answers ObjectStoreFull, saying whether
+// the store is full or its free space is split up by objects in use; nothing crashes.
+//
+// A restore that finds no room is never a loss: it waits, trying again whenever memory
+// is freed, for up to kRoomGracePeriod, and then its gets are answered not found with
+// the transient reason (ObjectLocationInArena::unreadable); the object stays on disk
+// for a later Get. A restore whose file is damaged (checksum, truncation) answers
+// DataLoss and drops the object here, so that its owner may rebuild it.
 //
 // Runs on the raylet's event loop; not thread-safe.
 #pragma once
@@ -45,6 +52,12 @@ struct ObjectLocationInArena {
   bool found = false;
   uint64_t offset = 0;
   uint64_t size = 0;
+  // Not found, though the store holds the object on disk: why it could not be read
+  // back. ResourceExhausted (no room in memory: everything else is in use) and
+  // FailedPrecondition (no room: spilling others failed, the disk is full) are
+  // transient, the bytes are still on disk; DataLoss: its spill file is damaged, and
+  // the copy here is gone. OK when the object is simply not here.
+  absl::Status unreadable;
 };
 
 struct SpillOptions {
@@ -75,6 +88,7 @@ struct SpillStats {
   uint64_t restored_bytes_total = 0;
   uint64_t restored_objects_total = 0;
   uint64_t spill_failures_total = 0;
+  uint64_t restore_failures_total = 0;  // spill files found damaged: those copies are gone
   uint64_t bytes_on_disk = 0;    // of live objects
   uint64_t objects_on_disk = 0;  // live objects with a spill file
   uint64_t files = 0;
@@ -148,6 +162,10 @@ class LocalObjectStore {
   bool Contains(const ObjectID& id) const;
   bool IsSpilled(const ObjectID& id) const;
   SpillStats spill_stats() const;
+  // Each spill directory's use (none without spilling).
+  std::vector<ObjectSpiller::DirectoryStats> spill_directories() const {
+    return spill_.spiller ? spill_.spiller->directory_stats() : std::vector<ObjectSpiller::DirectoryStats>{};
+  }
 
  private:
   struct Entry {
@@ -159,6 +177,7 @@ class LocalObjectStore {
     bool deleted = false;   // its owner let go while it was pinned: free on last release
     bool in_memory = true;  // false: only its spill file holds it
     std::optional<ObjectSpiller::Location> spilled;
+    absl::Status unreadable;  // why the last restore could not run (see ObjectLocationInArena)
     int io = 0;  // a spill or restore in flight: the bytes must stay where they are
     bool restoring = false;  // its range is taken, its bytes are on their way back
     WorkerID owner;
@@ -201,12 +220,19 @@ class LocalObjectStore {
   // Starts writing unpinned primary copies (oldest first) of at least `bytes` in all to
   // disk; false when none can be.
   bool StartSpill(uint64_t bytes);
-  void OnSpilled(std::vector<ObjectID> ids, absl::StatusOr<std::vector<ObjectSpiller::Location>> result);
+  void OnSpilled(std::vector<ObjectID> ids, ObjectSpiller::SpillResult result);
   void MaybeSpillAboveThreshold();
   // Reads a spilled object back into memory, then answers the gets waiting on it.
   void StartRestore(const ObjectID& id);
-  // Runs `retry` when the spill in flight ends (with its status), starting one for
-  // `bytes` if none runs; false when no spill can make room.
+  // The restore of `id` found no room (`why`): try again when memory is freed, and
+  // answer its gets with `why` once kRoomGracePeriod has passed without room.
+  void WaitForRoom(const ObjectID& id, absl::Status why);
+  // Memory was freed, or an object became spillable: retry the restores waiting for room.
+  void RoomMayHaveFreed();
+  void OnRestored(const ObjectID& id, const absl::Status& status);
+  // Runs `retry` when the spill in flight ends, starting one for `bytes` if none runs;
+  // false when no spill can make room. `retry` gets OK when the spill wrote anything
+  // (room may have been made), else why it wrote nothing.
   bool AfterSpill(uint64_t bytes, std::function<void(const absl::Status&)> retry);
 
   ArenaAllocator allocator_;
@@ -217,6 +243,14 @@ class LocalObjectStore {
   CopiesOrphaned on_copies_orphaned_;
   bool spill_in_flight_ = false;
   static constexpr std::chrono::seconds kSpillRetryAfterFailure{2};
+  // How long a restore waits for room before its gets hear why there is none (Ray's
+  // object store full grace period): long enough for a reader to release, short
+  // enough that a Get with nothing to wait for fails fast.
+  static constexpr std::chrono::seconds kRoomGracePeriod{2};
+  // Restores waiting for room, and when their gets stop waiting.
+  std::unordered_map<ObjectID, std::chrono::steady_clock::time_point> awaiting_room_;
+  bool room_retry_posted_ = false;
+  absl::Status last_spill_error_;
   std::optional<std::chrono::steady_clock::time_point> last_spill_failure_;
   std::vector<std::function<void(const absl::Status&)>> after_spill_;  // run when the spill in flight ends
   SpillStats stats_;
