@@ -131,11 +131,17 @@ void TaskSubmitter::Pump(const std::string& key) {
   // Spread queued work over every worker we have or have asked for.
   int expected_workers = static_cast<int>(queue.leases.size()) + queue.lease_requests;
   for (auto& [id, lease] : queue.leases) {
+    if (queue.spread()) {
+      // One task per lease: a lease is where the last task was placed, not the next.
+      if (!lease.used && !queue.pending.empty()) PushBatch(key, lease, 1);
+      continue;
+    }
     while (!queue.pending.empty() && lease.batches_in_flight < options_.max_batches_in_flight) {
       int share = static_cast<int>(queue.pending.size()) / std::max(1, expected_workers * options_.max_batches_in_flight);
       PushBatch(key, lease, std::clamp(share, 1, options_.max_batch));
     }
   }
+  if (queue.pending.empty()) return CancelLeaseRequests(queue);
   // More leases while tasks wait, up to one per waiting task.
   int waiting = static_cast<int>(queue.pending.size());
   while (queue.lease_requests < std::min(waiting, options_.max_pending_lease_requests)) {
@@ -143,11 +149,26 @@ void TaskSubmitter::Pump(const std::string& key) {
   }
 }
 
+void TaskSubmitter::CancelLeaseRequests(ShapeQueue& queue) {
+  for (auto& [request_id, raylet] : queue.outstanding) {
+    rpc::CancelWorkerLeaseRequest request;
+    request.set_requester_worker_id(options_.worker_id.Binary());
+    request.set_lease_request_id(request_id);
+    spdlog::debug("cancelling lease request {} at {}", request_id, raylet->address());
+    // The request's own reply (canceled, or the lease if it was granted first) ends it.
+    raylet->Call<rpc::CancelWorkerLeaseReply>(ORB_RPC(CancelWorkerLease), request,
+                                              [](const absl::Status&, rpc::CancelWorkerLeaseReply&&) {});
+  }
+  queue.outstanding.clear();
+}
+
 void TaskSubmitter::RequestLease(const std::string& key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet,
-                                 bool spilled) {
+                                 bool spilled, uint64_t request_id) {
   if (stopped_) return;
   ShapeQueue& queue = queues_[key];
   queue.lease_requests++;
+  if (request_id == 0) request_id = next_request_id_++;
+  queue.outstanding[request_id] = raylet;
   spdlog::debug("requesting a lease for shape {} from {}", key, raylet->address());
   rpc::RequestWorkerLeaseRequest request;
   request.set_job_id(options_.job_id.Binary());
@@ -159,24 +180,28 @@ void TaskSubmitter::RequestLease(const std::string& key, std::shared_ptr<RpcClie
   request.set_language(queue.language);
   // The memory monitor kills a retriable task's worker first.
   request.set_retriable(!queue.pending.empty() && queue.pending.front()->max_retries() != 0);
+  request.set_lease_request_id(request_id);
   for (const auto& [k, v] : queue.resources) (*request.mutable_resources())[k] = v;
   CallOptions call;
   call.timeout = std::chrono::hours(24);  // a lease may wait long for resources
   raylet->Call<rpc::RequestWorkerLeaseReply>(
       ORB_RPC(RequestWorkerLease), request,
-      [this, key, raylet](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
-        loop_->Post([this, key, raylet, status, reply = std::move(reply)]() mutable {
+      [this, key, raylet, request_id](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {
+        loop_->Post([this, key, raylet, request_id, status, reply = std::move(reply)]() mutable {
           Locked lock(mu_);
-          OnLeaseReply(key, raylet, status, std::move(reply));
+          OnLeaseReply(key, raylet, request_id, status, std::move(reply));
         });
       },
       call);
 }
 
 void TaskSubmitter::OnLeaseReply(const std::string& key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet,
-                                 const absl::Status& status, rpc::RequestWorkerLeaseReply reply) {
+                                 uint64_t request_id, const absl::Status& status, rpc::RequestWorkerLeaseReply reply) {
   ShapeQueue& queue = queues_[key];
   queue.lease_requests--;
+  // Cancelled (or cancel sent) when the queue emptied: a spilled one is not followed.
+  bool cancelled = queue.outstanding.erase(request_id) == 0;
+  if (reply.canceled()) return Pump(key);  // tasks that came since get requests of their own
   bool remote = raylet != raylet_;
   if (!status.ok() && remote) {
     // The node it was spilled to is unreachable (perhaps dead): schedule again from
@@ -196,8 +221,10 @@ void TaskSubmitter::OnLeaseReply(const std::string& key, std::shared_ptr<RpcClie
     reply.mutable_error()->set_message("cannot lease a worker from the raylet: " + std::string(status.message()));
   }
   if (reply.has_retry_at_raylet()) {
+    if (cancelled || queue.pending.empty()) return Pump(key);
     const auto& target = reply.retry_at_raylet();
-    RequestLease(key, raylets_->Get(target.ip() + ":" + std::to_string(target.port())), /*spilled=*/true);
+    RequestLease(key, raylets_->Get(target.ip() + ":" + std::to_string(target.port())), /*spilled=*/true,
+                 request_id);
     return;
   }
   if (reply.rejected()) {
@@ -247,6 +274,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
     if (suspect) break;
   }
   lease.batches_in_flight++;
+  lease.used = true;
   spdlog::debug("pushing {} task(s) to lease {}", batch.size(), lease.id.Hex().substr(0, 8));
   auto pushed = in_flight_.Add(std::move(batch));
   LeaseID lease_id = lease.id;
@@ -302,7 +330,12 @@ void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id,
     for (const auto& spec : batch) queue.suspects.erase(spec.task_id());
     if (lease_it != queue.leases.end()) {
       lease_it->second.batches_in_flight--;
-      if (queue.pending.empty() && lease_it->second.batches_in_flight == 0) {
+      if (queue.spread() && lease_it->second.batches_in_flight == 0) {
+        // Its task ran: the lease goes back, and the next task is placed anew.
+        std::shared_ptr<RpcClient<rpc::RayletService>> raylet = lease_it->second.raylet;
+        queue.leases.erase(lease_it);
+        ReturnLease(raylet, lease_id, /*worker_failed=*/false);
+      } else if (queue.pending.empty() && lease_it->second.batches_in_flight == 0) {
         lease_it->second.idle_since = std::chrono::steady_clock::now();
         if (!lease_it->second.idle_timer_set) SetIdleTimer(key, lease_it->second, options_.lease_idle);
       }

@@ -7,7 +7,13 @@
 // the queue empties (so a loop of blocking calls does not pay for a lease each time),
 // then returned. Each lease carries at most `max_batches_in_flight` batches; a batch is
 // sized so that queued work spreads over every worker the submitter has or has asked
-// for.
+// for. A SPREAD task gets a lease of its own, returned when it finishes: the next one is
+// placed anew, on the next node, however short the tasks are.
+//
+// While tasks of a shape wait, up to `max_pending_lease_requests` lease requests are out
+// at once (so work reaches nodes that join meanwhile: a raylet sends a queued request on
+// to a node with room). When the shape's queue empties, the requests still out are
+// cancelled (CancelWorkerLease): they start no worker and leave the autoscaler's demand.
 //
 // Submit() is thread-safe. State is guarded by mu_: a task without ObjectRef arguments
 // is enqueued and pushed on the caller's thread; a finished batch is recorded, and its
@@ -82,6 +88,7 @@ class TaskSubmitter {
     // lease used meanwhile, so a loop of blocking calls sets none per call.
     std::chrono::steady_clock::time_point idle_since;
     bool idle_timer_set = false;
+    bool used = false;  // has run a batch (a SPREAD lease runs one task, then goes back)
   };
   struct ShapeQueue {
     std::map<std::string, double> resources;
@@ -93,15 +100,22 @@ class TaskSubmitter {
     std::unordered_set<std::string> suspects;
     std::unordered_map<LeaseID, Lease> leases;
     int lease_requests = 0;
+    // Requests out and cancellable: request ID -> the raylet that has it now.
+    std::unordered_map<uint64_t, std::shared_ptr<RpcClient<rpc::RayletService>>> outstanding;
+    bool spread() const { return scheduling.strategy() == rpc::SchedulingOptions::SPREAD; }
   };
 
   void ResolveDependencies(std::shared_ptr<const rpc::TaskSpec> spec);
   void Enqueue(std::shared_ptr<const rpc::TaskSpec> spec);
   void Pump(const std::string& shape_key);
-  // Asks `raylet` (the local one unless a request was spilled back) for a lease.
-  void RequestLease(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet, bool spilled);
-  void OnLeaseReply(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet, const absl::Status& status,
-                    rpc::RequestWorkerLeaseReply reply);
+  // Asks `raylet` (the local one unless a request was spilled back) for a lease;
+  // `request_id` names a request followed to another raylet (0: a new request).
+  void RequestLease(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet, bool spilled,
+                    uint64_t request_id = 0);
+  void OnLeaseReply(const std::string& shape_key, std::shared_ptr<RpcClient<rpc::RayletService>> raylet,
+                    uint64_t request_id, const absl::Status& status, rpc::RequestWorkerLeaseReply reply);
+  // Cancels the lease requests still out for a shape whose queue is empty.
+  void CancelLeaseRequests(ShapeQueue& queue);
   void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
   // Records every result of a finished batch. Thread-safe (touches only the ObjectTable).
   void CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply);
@@ -130,6 +144,7 @@ class TaskSubmitter {
   TaskSubmitterOptions options_;
   std::mutex mu_;
   std::unordered_map<std::string, ShapeQueue> queues_;  // guarded by mu_
+  uint64_t next_request_id_ = 1;                        // guarded by mu_
   bool stopped_ = false;                                // guarded by mu_
 };
 

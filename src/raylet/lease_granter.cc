@@ -8,7 +8,7 @@
 
 namespace orb {
 
-LeaseGranter::LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
+LeaseGranter::LeaseGranter(ResourceSet total, WorkerSupply* pool, JobFetcher fetch_job, EventLoop* loop,
                            LeaseGranterOptions options, NodeTypeFetcher fetch_node_types)
     : total_(total), available_(total), pool_(pool), fetch_job_(std::move(fetch_job)),
       fetch_node_types_(std::move(fetch_node_types)), loop_(loop),
@@ -71,23 +71,91 @@ void LeaseGranter::UpdateClusterView(std::vector<NodeView> remote_nodes) {
   for (auto& n : remote_nodes) {
     if (n.id != options_.node_id) nodes.push_back(std::move(n));
   }
+  remote_nodes_ = nodes;
   view_ = ClusterView(options_.node_id, std::move(nodes));
+  reservations_.clear();  // the nodes' own figures now count what was sent to them
+  PlaceQueuedAgain();
+}
+
+void LeaseGranter::ReserveInView(const NodeID& node, const ResourceSet& resources) {
+  view_.Reserve(node, resources);
+  reservations_.push_back({node, resources, std::chrono::steady_clock::now() + options_.view_reservation_ttl});
+  if (!reservation_timer_set_) {
+    reservation_timer_set_ = true;
+    loop_->RunAfter(options_.view_reservation_ttl, [this] { ExpireReservations(); });
+  }
+}
+
+void LeaseGranter::ExpireReservations() {
+  reservation_timer_set_ = false;
+  auto now = std::chrono::steady_clock::now();
+  size_t before = reservations_.size();
+  while (!reservations_.empty() && reservations_.front().expires <= now) reservations_.pop_front();
+  if (reservations_.size() != before) {
+    // A node whose figures did not change since (it granted and finished the work
+    // before its next gossip round) shows its room again.
+    view_ = ClusterView(options_.node_id, remote_nodes_);
+    for (const auto& r : reservations_) view_.Reserve(r.node, r.resources);
+    PlaceQueuedAgain();
+  }
+  if (!reservations_.empty()) {
+    reservation_timer_set_ = true;
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(reservations_.front().expires - now);
+    loop_->RunAfter(std::max(wait, std::chrono::milliseconds(1)), [this] { ExpireReservations(); });
+  }
+}
+
+void LeaseGranter::PlaceQueuedAgain() {
+  // Requests that this node can serve now keep their place (in queue order); each of the
+  // others goes to another node that has room for it now, if one does. Requests sent
+  // here by another raylet move too: the node that joined after they were placed is
+  // where they should run.
+  ResourceSet room = draining_ ? ResourceSet() : available_;
+  // Plain shapes that found no room elsewhere in this pass (room only shrinks during
+  // it): requests of the same shape further back are skipped without a decision.
+  std::vector<ResourceSet> nowhere;
   for (auto it = queue_.begin(); it != queue_.end();) {
-    if (it->spilled_here || available_.Contains(it->resources)) {
+    if (room.Contains(it->resources) && LocallyFeasible(it->scheduling)) {
+      room.Subtract(it->resources);
       ++it;
       continue;
     }
-    SchedulingDecision decision = scheduler_.Schedule(it->scheduling, CurrentView());
+    const SchedulingRequest& request = it->scheduling;
+    bool plain = request.strategy != SchedulingStrategy::kNodeAffinity && request.hard_labels.empty() &&
+                 request.soft_labels.empty() && request.argument_bytes.empty();
+    if (plain && std::find(nowhere.begin(), nowhere.end(), it->resources) != nowhere.end()) {
+      ++it;
+      continue;
+    }
+    SchedulingDecision decision = scheduler_.Schedule(request, CurrentView());
     if (decision.kind != SchedulingDecision::Kind::kNode || decision.node->id == options_.node_id) {
+      if (plain && nowhere.size() < 8) nowhere.push_back(it->resources);
       ++it;
       continue;
     }
+    ++stats_.replaced;
     auto reply = SpillTo(*decision.node);
-    view_.Reserve(decision.node->id, it->resources);
+    ReserveInView(decision.node->id, it->resources);
     auto callback = std::move(it->callback);
     it = EraseQueued(it);
     callback(std::move(reply));
   }
+}
+
+bool LeaseGranter::CancelRequest(const WorkerID& requester, uint64_t request_id) {
+  if (request_id == 0) return false;
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->request_id != request_id || it->requester != requester) continue;
+    ++stats_.canceled;
+    rpc::RequestWorkerLeaseReply reply;
+    reply.set_rejected(true);
+    reply.set_canceled(true);
+    auto callback = std::move(it->callback);
+    EraseQueued(it);
+    callback(std::move(reply));
+    return true;
+  }
+  return false;
 }
 
 const ClusterView& LeaseGranter::CurrentView() {
@@ -153,6 +221,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
   pending.spilled_here = request.grant_or_reject();
   pending.worker_kind = WorkerKind{request.runtime_env(), request.language()};
   pending.retriable = request.retriable();
+  pending.request_id = request.lease_request_id();
   if (request.grant_or_reject()) {
     // Sent here by another raylet: serve it here, or send it back to be scheduled again.
     if (!LocallyFeasible(pending.scheduling)) return pending.callback(Rejection(rpc::ERROR_NONE, "node changed"));
@@ -166,7 +235,7 @@ void LeaseGranter::RequestLease(const rpc::RequestWorkerLeaseRequest& request, L
       case SchedulingDecision::Kind::kWait:
         if (!local && decision.node) {
           auto reply = SpillTo(*decision.node);
-          view_.Reserve(decision.node->id, pending.resources);
+          ReserveInView(decision.node->id, pending.resources);
           return pending.callback(std::move(reply));
         }
         break;
@@ -218,8 +287,16 @@ void LeaseGranter::DecideInfeasible(uint64_t seq, const std::vector<NodeType>& t
       std::string why = decision.reason.empty() ? "no node can satisfy " + it->resources.ToString() : decision.reason;
       if (!types.empty()) why += ", and no node type the autoscaler may launch could";
       reply = Infeasible(it->resources, why);
+    } else if (decision.kind == SchedulingDecision::Kind::kNode) {
+      // A node with room joined during the grace period.
+      reply = SpillTo(*decision.node);
+      ReserveInView(decision.node->id, it->resources);
     } else {
-      reply = SpillTo(*decision.node);  // a node that fits joined during the grace period
+      // Nodes that could run it exist but are busy: it waits here, and moves to the
+      // first of them that has room (PlaceQueuedAgain); it is looked at again later in
+      // case they all go.
+      loop_->RunAfter(options_.infeasible_grace, [this, seq] { RejectInfeasible(seq); });
+      return;
     }
     auto callback = std::move(it->callback);
     EraseQueued(it);
@@ -286,6 +363,10 @@ std::deque<LeaseGranter::PendingLease>::iterator LeaseGranter::EraseQueued(std::
 
 void LeaseGranter::Dispatch() {
   std::unordered_map<std::string, int> waiting_for_worker;  // by job and environment
+  // What requests waiting for a worker have not yet claimed: a worker is started only
+  // for a request that would fit once it is up, so a burst of requests (most of which
+  // their requester may cancel) starts no more workers than the node could run.
+  ResourceSet unclaimed = available_;
   // Shapes found not to fit in this pass: resources only shrink during it, so requests
   // of the same shape further back are skipped with one comparison.
   std::vector<ResourceSet> no_room;
@@ -310,10 +391,16 @@ void LeaseGranter::Dispatch() {
       continue;
     }
     if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.worker_kind)) {
+      unclaimed.Subtract(pending.resources);
       Grant(pending, worker);
       it = EraseQueued(it);
       continue;
     }
+    if (!unclaimed.Contains(pending.resources)) {
+      ++it;
+      continue;
+    }
+    unclaimed.Subtract(pending.resources);
     int wanted = ++waiting_for_worker[pending.job.Binary() + pending.worker_kind.Key()];
     if (pool_->NumStarting(pending.job, pending.worker_kind) < wanted &&
         pool_->NumStartingTotal() < pool_->max_starting()) {

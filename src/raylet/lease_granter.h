@@ -13,6 +13,14 @@
 // INFEASIBLE at once. A worker blocked in Get gives its lease's CPU back until it unblocks, so
 // tasks that wait on nested tasks cannot starve them of CPU.
 //
+// Queued work follows capacity: whenever the cluster view changes (a node joins, another
+// frees resources), each queued request this node cannot serve now — those sent here by
+// another raylet included — goes to a node that has room for it, as Ray's raylets re-run
+// scheduling over their queues. A worker is started only for a request that would fit
+// once the worker is up, so a burst of requests starts no more workers than the node can
+// run; a requester that no longer needs a request cancels it (CancelRequest), and it
+// starts nothing and leaves the node's demand at once.
+//
 // Runs on the raylet's event loop; not thread-safe.
 #pragma once
 
@@ -36,6 +44,10 @@ namespace orb {
 
 struct LeaseGranterOptions {
   std::chrono::milliseconds infeasible_grace{3000};
+  // What this node sent to another counts against that node in its view until the node's
+  // own figures change, or for this long: a node that ran the work before its next
+  // gossip round never reports a change, and would look full for good.
+  std::chrono::milliseconds view_reservation_ttl{500};
   std::string node_ip = "127.0.0.1";
   int node_port = 0;
   NodeID node_id;
@@ -59,6 +71,8 @@ struct LeaseStats {
   uint64_t granted = 0;     // leases granted here
   uint64_t spilled = 0;     // requests sent on to another node
   uint64_t infeasible = 0;  // requests answered INFEASIBLE
+  uint64_t replaced = 0;    // queued requests sent on to a node with room when the view changed
+  uint64_t canceled = 0;    // queued requests their requester cancelled
   std::map<std::string, uint64_t> infeasible_shapes;  // by resource shape (ResourceSet::ToString)
 };
 
@@ -69,7 +83,7 @@ class LeaseGranter {
   // The node types an autoscaler may launch, fetched anew (asynchronously) when asked.
   using NodeTypeFetcher = std::function<void(std::function<void(std::vector<NodeType>)>)>;
 
-  LeaseGranter(ResourceSet total, WorkerPool* pool, JobFetcher fetch_job, EventLoop* loop,
+  LeaseGranter(ResourceSet total, WorkerSupply* pool, JobFetcher fetch_job, EventLoop* loop,
                LeaseGranterOptions options, NodeTypeFetcher fetch_node_types = nullptr);
 
   void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
@@ -93,6 +107,10 @@ class LeaseGranter {
   // Replaces what this node knows of the other nodes (the local entry is always live),
   // then sends requests still waiting here to another node that can now take them.
   void UpdateClusterView(std::vector<NodeView> remote_nodes);
+  // The requester no longer needs the lease it asked for as `request_id`: if the request
+  // still waits here, it is answered `canceled` and dropped (no worker starts for it, and
+  // it leaves PendingDemand). Returns whether it was waiting here.
+  bool CancelRequest(const WorkerID& requester, uint64_t request_id);
 
   const ResourceSet& total() const { return total_; }
   // Called with each lease granted, before its requester hears of it (the raylet sets
@@ -139,6 +157,7 @@ class LeaseGranter {
     WorkerKind worker_kind;     // its worker's environment and language
     bool warned_waiting = false;  // logged that it waits for the autoscaler
     bool retriable = false;
+    uint64_t request_id = 0;  // the requester's name for it (CancelWorkerLease); 0: none
   };
   struct Lease {
     WorkerID worker;
@@ -157,6 +176,12 @@ class LeaseGranter {
   // Whether this node could ever run `request` (resources in total, labels, affinity).
   bool LocallyFeasible(const SchedulingRequest& request) const;
   const ClusterView& CurrentView();
+  // Sends each queued request this node cannot serve now to a node that has room for it.
+  void PlaceQueuedAgain();
+  // Counts `resources` as used on `node` (a request was sent there), for a while.
+  void ReserveInView(const NodeID& node, const ResourceSet& resources);
+  // Gives back the view's reservations older than view_reservation_ttl.
+  void ExpireReservations();
   // Removes a request from the queue (and its resources from queued_resources_).
   std::deque<PendingLease>::iterator EraseQueued(std::deque<PendingLease>::iterator it);
   rpc::RequestWorkerLeaseReply SpillTo(const NodeView& node);
@@ -168,13 +193,21 @@ class LeaseGranter {
   ResourceSet available_;
   GpuAllocator gpus_;
   std::function<void(const WorkerProcess&, const ResourceSet&)> on_grant_;
-  WorkerPool* pool_;
+  WorkerSupply* pool_;
   JobFetcher fetch_job_;
   NodeTypeFetcher fetch_node_types_;
   EventLoop* loop_;
   LeaseGranterOptions options_;
   Scheduler scheduler_;
   ClusterView view_;
+  std::vector<NodeView> remote_nodes_;  // the other nodes as last gossiped
+  struct ViewReservation {
+    NodeID node;
+    ResourceSet resources;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::deque<ViewReservation> reservations_;  // oldest first
+  bool reservation_timer_set_ = false;
   uint64_t next_seq_ = 1;
   bool draining_ = false;
   LeaseStats stats_;

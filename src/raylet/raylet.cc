@@ -28,6 +28,7 @@ class RayletGrpcService : public RpcService {
   ORB_SERVICE_METHOD(DisconnectWorker)
   ORB_SERVICE_METHOD(RequestWorkerLease)
   ORB_SERVICE_METHOD(ReturnWorker)
+  ORB_SERVICE_METHOD(CancelWorkerLease)
   ORB_SERVICE_METHOD(NotifyBlocked)
   ORB_SERVICE_METHOD(CreateObject)
   ORB_SERVICE_METHOD(SealObject)
@@ -530,6 +531,13 @@ void Raylet::HandleRequestWorkerLease(const rpc::RequestWorkerLeaseRequest& req,
     *reply = std::move(granted);
     send(grpc::Status::OK);
   });
+}
+
+void Raylet::HandleCancelWorkerLease(const rpc::CancelWorkerLeaseRequest& req, rpc::CancelWorkerLeaseReply* reply,
+                                     SendReply send) {
+  reply->set_canceled(
+      lease_granter_->CancelRequest(WorkerID::FromBinary(req.requester_worker_id()), req.lease_request_id()));
+  send(grpc::Status::OK);
 }
 
 void Raylet::HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply* reply, SendReply send) {

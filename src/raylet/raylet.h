@@ -99,6 +99,8 @@ class Raylet {
                               SendReply send);
   void HandleRequestWorkerLease(const rpc::RequestWorkerLeaseRequest& req, rpc::RequestWorkerLeaseReply* reply,
                                 SendReply send);
+  void HandleCancelWorkerLease(const rpc::CancelWorkerLeaseRequest& req, rpc::CancelWorkerLeaseReply* reply,
+                               SendReply send);
   void HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply* reply, SendReply send);
   // Answers a ReturnWorker for a failed worker with how its process ended, once it has
   // (looking again every kWorkerExitPoll), or without after `deadline`.

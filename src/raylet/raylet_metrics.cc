@@ -33,6 +33,10 @@ prom::Exposition Raylet::NodeMetrics() const {
   out.Counter("orb_lease_requests_total", "worker lease requests this raylet received", leases.requests);
   out.Counter("orb_leases_granted_total", "worker leases granted on this node", leases.granted);
   out.Counter("orb_leases_spilled_total", "lease requests sent on to another node (spillback)", leases.spilled);
+  out.Counter("orb_leases_replaced_total",
+              "queued lease requests sent on to a node with room when the cluster view changed", leases.replaced);
+  out.Counter("orb_lease_requests_canceled_total", "queued lease requests their requester cancelled",
+              leases.canceled);
   out.Counter("orb_leases_infeasible_total", "lease requests no node could ever hold", leases.infeasible);
   for (const auto& [shape, n] : leases.infeasible_shapes) {
     out.Counter("orb_scheduler_infeasible_total", "infeasible lease requests by resource shape", n, {{"shape", shape}});

@@ -87,7 +87,23 @@ struct WorkerProcess {
   std::string log_file;       // its stdout and stderr (empty: a driver's own)
 };
 
-class WorkerPool {
+// What the LeaseGranter needs of a node's workers: idle ones to lease, new ones to start,
+// and ends for those it no longer wants. WorkerPool is the real one; tests use fakes.
+class WorkerSupply {
+ public:
+  virtual ~WorkerSupply() = default;
+  virtual absl::Status StartWorker(const rpc::JobInfo& job, const WorkerKind& kind) = 0;
+  virtual WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind) = 0;
+  virtual void PushIdle(const WorkerID& id) = 0;
+  virtual void Kill(const WorkerID& id) = 0;
+  virtual void StopWorkersOf(const JobID& job) = 0;
+  virtual int NumStarting(const JobID& job, const WorkerKind& kind) const = 0;
+  virtual int NumStartingTotal() const = 0;
+  virtual int max_starting() const = 0;
+  virtual const WorkerProcess* Find(const WorkerID& id) const = 0;
+};
+
+class WorkerPool : public WorkerSupply {
  public:
   using DeathCallback = std::function<void(const WorkerProcess&)>;
   WorkerPool(WorkerPoolOptions options, DeathCallback on_death);
@@ -95,15 +111,15 @@ class WorkerPool {
   // Starts a worker of `kind` for `job`: the job's executable (C++) or a Python
   // interpreter running orb._worker. InvalidArgument when the job has no way to run
   // workers; FailedPrecondition, naming the cause, when the environment cannot be set up.
-  absl::Status StartWorker(const rpc::JobInfo& job, const WorkerKind& kind = {});
+  absl::Status StartWorker(const rpc::JobInfo& job, const WorkerKind& kind = {}) override;
   // A started worker (or a driver) reports its port. NotFound for an unknown worker ID.
   absl::Status Register(const rpc::RegisterWorkerRequest& request);
   void Disconnect(const WorkerID& id);
 
   // An idle worker of `job` and `kind`, now marked leased; null when there is none.
-  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {});
-  void PushIdle(const WorkerID& id);
-  void Kill(const WorkerID& id);
+  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {}) override;
+  void PushIdle(const WorkerID& id) override;
+  void Kill(const WorkerID& id) override;
   // Kills a worker to free the node's memory; its exit reads `why`, as OUT_OF_MEMORY.
   void KillForMemory(const WorkerID& id, const std::string& why);
   // Reaps exited children and forgets dead drivers, calling on_death for each.
@@ -112,12 +128,12 @@ class WorkerPool {
   void StopIdleWorkers();
   void KillAll();
   // Kills the idle workers of a finished job (not those the GCS holds for actors).
-  void StopWorkersOf(const JobID& job);
+  void StopWorkersOf(const JobID& job) override;
 
-  int NumStarting(const JobID& job, const WorkerKind& kind = {}) const;
-  int NumStartingTotal() const;
-  int max_starting() const { return options_.max_starting; }
-  const WorkerProcess* Find(const WorkerID& id) const;
+  int NumStarting(const JobID& job, const WorkerKind& kind = {}) const override;
+  int NumStartingTotal() const override;
+  int max_starting() const override { return options_.max_starting; }
+  const WorkerProcess* Find(const WorkerID& id) const override;
   // How a worker that ended did ("killed by signal 9 (SIGKILL)"...), while remembered.
   std::optional<WorkerExit> ExitOf(const WorkerID& id) const;
   size_t num_workers() const;

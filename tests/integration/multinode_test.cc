@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -250,21 +251,52 @@ int AliveNodes() {
   for (const auto& node : orb::Nodes()) n += node.alive;
   return n;
 }
+std::set<std::string> AliveNodeIds() {
+  std::set<std::string> ids;
+  for (const auto& node : orb::Nodes()) {
+    if (node.alive) ids.insert(node.node_id);
+  }
+  return ids;
+}
 ExtraNode StartExtraNode(TwoNodeCluster& c, const std::string& name) {
+  std::set<std::string> before = AliveNodeIds();
   std::string token = (c.temp_ / "session_latest" / "token").string();
   std::string pid_text = Run("sh -c '" + std::string(std::getenv("ORB_BIN_DIR")) + "/raylet --gcs-address " +
                              c.address_ + " --num-cpus 2 --object-store-memory 134217728 --token-file " + token +
                              " > " + (c.temp_ / (name + ".out")).string() + " 2>&1 & echo $!'");
   ExtraNode node;
   node.pid = std::stoi(pid_text);
-  REQUIRE(orb::testing::WaitFor([&] { return AliveNodes() == 3; }, std::chrono::seconds(10)));
-  for (const auto& n : orb::Nodes()) {
-    if (n.alive && n.node_id != c.head_ && n.node_id != c.second_) node.id = n.node_id;
+  REQUIRE(orb::testing::WaitFor([&] { return AliveNodeIds().size() == before.size() + 1; }, std::chrono::seconds(10)));
+  for (const auto& id : AliveNodeIds()) {
+    if (!before.count(id)) node.id = id;
   }
   REQUIRE(WaitUntilPlaceable(node.id));
   return node;
 }
 }  // namespace
+
+TEST_CASE("instant SPREAD tasks reach every node of a 4-node cluster, every time", "[multinode]") {
+  auto& c = Cluster();
+  ExtraNode third = StartExtraNode(c, "spread-3");
+  ExtraNode fourth = StartExtraNode(c, "spread-4");
+  std::set<std::string> all{c.head_, c.second_, third.id, fourth.id};
+  for (int round = 0; round < 5; ++round) {
+    std::vector<orb::ObjectRef<std::string>> refs;
+    for (int i = 0; i < 40; ++i) {
+      refs.push_back(orb::Task(WhereAmI).SetSchedulingStrategy(orb::SpreadSchedulingStrategy{}).Remote(0));
+    }
+    std::map<std::string, int> per_node;
+    for (const auto& n : orb::Get(refs, 60000)) per_node[*n]++;
+    std::set<std::string> used;
+    for (const auto& [node, count] : per_node) {
+      used.insert(node);
+      UNSCOPED_INFO("round " << round << ": " << count << " task(s) on " << node.substr(0, 8));
+    }
+    CHECK(used == all);
+  }
+  for (const ExtraNode& node : {third, fourth}) ::kill(node.pid, SIGTERM);
+  CHECK(orb::testing::WaitFor([] { return AliveNodes() == 2; }, std::chrono::seconds(20)));
+}
 
 TEST_CASE("a raylet killed with SIGKILL mid-batch costs no result; the GCS declares it dead", "[multinode][faults]") {
   auto& c = Cluster();

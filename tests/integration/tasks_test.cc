@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "orb/state.h"
 #include "test_cluster.h"
 
 namespace {
@@ -125,6 +126,28 @@ std::string TempPath(const std::string& name) {
 }
 
 }  // namespace
+
+namespace {
+std::set<std::string> WorkerIds() {
+  std::set<std::string> ids;
+  for (const auto& row : orb::state::List("workers")) {
+    if (row.at("is_driver") != "true") ids.insert(row.at("worker_id"));
+  }
+  return ids;
+}
+}  // namespace
+
+// First in the file, on a cluster that has started no worker yet.
+TEST_CASE("a task fanning out 50 quick nested tasks starts no more workers than the CPUs", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::set<std::string> before = WorkerIds();
+  CHECK(*orb::Task(NestedSum).Remote(50).Get(60000) == 50 * 51 / 2);
+  size_t started = 0;
+  for (const auto& id : WorkerIds()) started += before.count(id) == 0;
+  // The parent's worker, and one per CPU (the parent lends its CPU while it waits).
+  CHECK(started <= TestConfig().num_cpus + 1);
+  CHECK(started >= 2);
+}
 
 TEST_CASE("a task returns its value through Get", "[tasks]") {
   orb::testing::EnsureCluster(TestConfig());

@@ -1,8 +1,10 @@
 // The workloads of the autoscaler tests: each asks for more than the cluster has, waits
 // for it to run, and prints one JSON line saying where it ran.
 //
-//   autoscale_driver --orb-address=HOST:PORT tasks N SECONDS
-//       N tasks of 1 CPU that each sleep SECONDS: {"tasks":N,"nodes":[...]}
+//   autoscale_driver --orb-address=HOST:PORT tasks N SECONDS [CPUS]
+//       N tasks of CPUS (default 1) CPUs that each sleep SECONDS:
+//       {"tasks":N,"nodes":[...],"makespan_s":M,"starts_s":[...],"last_join_s":J}
+//       with each task's start and the last time a node joined, in seconds from submission
 //   autoscale_driver --orb-address=HOST:PORT strict-spread N
 //       a STRICT_SPREAD placement group of N bundles of 1 CPU, then a task in each:
 //       {"bundles":N,"nodes":[...]}
@@ -16,12 +18,25 @@
 // Exit status 0 when the work ran, 1 with the error on stderr otherwise.
 #include <orb/api.h>
 
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Its node and when it started (Unix seconds), "NODE START".
+std::string SleepAndReport(double seconds) {
+  double start = NowSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  return orb::GetRuntimeContext().GetNodeId() + " " + std::to_string(start);
+}
+ORB_REMOTE(SleepAndReport);
 
 std::string SleepAndTell(double seconds) {
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
@@ -43,12 +58,36 @@ std::string JsonList(const std::set<std::string>& items) {
   return out + "]";
 }
 
-int Tasks(int n, double seconds) {
+int Tasks(int n, double seconds, double cpus) {
+  double submitted = NowSeconds();
+  // Watches the cluster grow: when did the last node join?
+  std::atomic<bool> done{false};
+  std::atomic<double> last_join{0};
+  std::thread watcher([&] {
+    size_t alive = 0;
+    while (!done) {
+      size_t now = 0;
+      for (const auto& node : orb::Nodes()) now += node.alive;
+      if (now > alive && alive > 0) last_join = NowSeconds() - submitted;
+      alive = std::max(alive, now);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   std::vector<orb::ObjectRef<std::string>> refs;
-  for (int i = 0; i < n; ++i) refs.push_back(orb::Task(SleepAndTell).SetResource("CPU", 1).Remote(seconds));
+  for (int i = 0; i < n; ++i) refs.push_back(orb::Task(SleepAndReport).SetResource("CPU", cpus).Remote(seconds));
   std::set<std::string> nodes;
-  for (auto& r : refs) nodes.insert(*orb::Get(r));
-  std::cout << "{\"tasks\":" << n << ",\"nodes\":" << JsonList(nodes) << "}" << std::endl;
+  std::string starts = "[";
+  for (auto& r : refs) {
+    std::string report = *orb::Get(r);
+    nodes.insert(report.substr(0, report.find(' ')));
+    double start = std::stod(report.substr(report.find(' ') + 1)) - submitted;
+    starts += (starts.size() > 1 ? "," : "") + std::to_string(start);
+  }
+  double makespan = NowSeconds() - submitted;
+  done = true;
+  watcher.join();
+  std::cout << "{\"tasks\":" << n << ",\"nodes\":" << JsonList(nodes) << ",\"makespan_s\":" << makespan
+            << ",\"starts_s\":" << starts << "],\"last_join_s\":" << last_join.load() << "}" << std::endl;
   return 0;
 }
 
@@ -86,8 +125,8 @@ int main(int argc, char** argv) {
   }
   int rc = 2;
   try {
-    if (args.size() == 3 && args[0] == "tasks") {
-      rc = Tasks(std::stoi(args[1]), std::stod(args[2]));
+    if ((args.size() == 3 || args.size() == 4) && args[0] == "tasks") {
+      rc = Tasks(std::stoi(args[1]), std::stod(args[2]), args.size() == 4 ? std::stod(args[3]) : 1.0);
     } else if (args.size() == 2 && args[0] == "strict-spread") {
       rc = StrictSpread(std::stoi(args[1]));
     } else if (args.size() == 1 && args[0] == "gpu-actor") {
@@ -101,7 +140,7 @@ int main(int argc, char** argv) {
       std::cout << "{\"requested_cpus\":" << args[1] << "}" << std::endl;
       rc = 0;
     } else {
-      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S | strict-spread N | gpu-actor | "
+      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S [CPUS] | strict-spread N | gpu-actor | "
                    "selector-task SELECTOR | request CPUS"
                 << std::endl;
     }

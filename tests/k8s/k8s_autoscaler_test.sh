@@ -2,8 +2,10 @@
 # The autoscaler with the Kubernetes provider, end to end: `orb up` against a fake API
 # server whose kubelet runs each pod's command as a local process (so every raylet
 # really joins), with the real kubectl looking on.
-#   1. a head of 2 CPUs and a worker type of 2 CPUs (min 0, max 4): 12 one-second tasks
+#   1. a head of 1 CPU and a worker type of 2 CPUs (min 0, max 4): 12 one-second tasks
 #      of 1 CPU make worker pods, the tasks run on them, the pods go after idle_timeout;
+#      then 4 tasks of 2 CPUs that sleep 3 s run at once, one on each of the 4 new pods
+#      (queued work follows the nodes that join);
 #   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
 #   3. an actor needing GPU 1 brings up a node of the GPU type, and so does a CPU task
 #      whose label selector only that type's labels match;
@@ -88,7 +90,7 @@ provider:
 head_node_type: head
 available_node_types:
   head:
-    resources: {CPU: 2}
+    resources: {CPU: 1}
     pod_template: &pod
       spec:
         containers: [{name: orb, image: "orb:latest", command: ["$BUILD/bin/orb"]}]
@@ -112,7 +114,7 @@ timeout 120 "$BUILD/bin/orb" up "$work/cluster.yaml" || fail "orb up"
 k get pods -L orb.io/node-type,orb.io/node-kind
 [[ $(count head) == 1 && $(count cpu_worker) == 0 ]] || fail "after up: want only the head pod"
 
-step "12 one-second tasks of 1 CPU on a head of 2 CPUs"
+step "12 one-second tasks of 1 CPU on a head of 1 CPU"
 timeout 180 "$driver" --orb-address="$gcs" tasks 12 1 >"$work/tasks.json" &
 driver_pid=$!
 max_workers=0
@@ -129,6 +131,22 @@ nodes=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["nodes
 echo "tasks ran on $nodes nodes; $max_workers worker pods at most"
 wait_for 90 "idle worker pods to be deleted" workers_gone
 k get pods -L orb.io/node-type
+
+step "4 tasks of 2 CPUs that sleep 3 s on a head of 1 CPU: 4 pods, the tasks at once"
+timeout 180 "$driver" --orb-address="$gcs" tasks 4 3 2 >"$work/wide.json" || fail "the 2-CPU tasks failed"
+cat "$work/wide.json"
+k get pods -L orb.io/node-type
+"$PY" - "$work/wide.json" <<'PYEOF' || fail "the 4 tasks did not run at once on 4 new nodes"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("makespan %.1f s, last node joined at %.1f s, task starts %s" % (
+    r["makespan_s"], r["last_join_s"], ", ".join("%.1f" % s for s in sorted(r["starts_s"]))))
+assert len(r["nodes"]) == 4, "the 4 tasks ran on %d node(s), want 4" % len(r["nodes"])
+# Pods start, then the tasks take one task's time (1.5x for worker start-up and noise).
+bound = r["last_join_s"] + 1.5 * 3
+assert r["makespan_s"] <= bound, "makespan %.1f s > %.1f s" % (r["makespan_s"], bound)
+PYEOF
+wait_for 90 "idle worker pods to be deleted" workers_gone
 
 step "a STRICT_SPREAD group of 3 bundles on a one-node cluster"
 timeout 180 "$driver" --orb-address="$gcs" strict-spread 3 || fail "the STRICT_SPREAD group"

@@ -212,3 +212,21 @@ TEST_CASE("a node whose capacity keeps changing does not grow the view's shapes"
   r.resources = ResourceSet::FromMap({{"bundle_5", 1}});
   CHECK(scheduler.Schedule(r, view).kind == SchedulingDecision::Kind::kInfeasible);
 }
+
+TEST_CASE("spread waits at each feasible node in turn when none has room", "[scheduling]") {
+  // The view shows every node full (it lags nodes that run short tasks): SPREAD requests
+  // must not all queue at the local node.
+  std::vector<NodeView> nodes = {MakeNode(2, 0), MakeNode(2, 0), MakeNode(2, 0), MakeNode(1, 0)};
+  ClusterView view(nodes[0].id, nodes);
+  Scheduler scheduler;
+  SchedulingRequest r = Cpu(2);
+  r.strategy = SchedulingStrategy::kSpread;
+  std::map<NodeID, int> waits;
+  for (int i = 0; i < 30; ++i) {
+    auto d = scheduler.Schedule(r, view);
+    REQUIRE(d.kind == SchedulingDecision::Kind::kWait);
+    waits[d.node->id]++;
+  }
+  CHECK(waits.size() == 3);  // the 1-CPU node cannot run it
+  for (const auto& [id, n] : waits) CHECK(n == 10);
+}

@@ -56,7 +56,37 @@ int ReadAll(int fd, char* data, uint64_t size, uint64_t offset) {
   return 0;
 }
 
-uint64_t Checksum(const char* data, uint64_t size) { return XXH3_64bits(data, static_cast<size_t>(size)); }
+// Objects are written and read in slices this big, each hashed while it is in cache:
+// hashing a whole large object after copying it would read it from memory again.
+constexpr uint64_t kSlice = 1 << 20;
+
+// WriteAll, computing the checksum of what it writes; the errno of a failure, else 0.
+int WriteHashed(int fd, const char* data, uint64_t size, uint64_t offset, uint64_t* checksum) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (uint64_t done = 0; done < size;) {
+    uint64_t n = std::min(kSlice, size - done);
+    XXH3_64bits_update(&state, data + done, static_cast<size_t>(n));
+    if (int err = WriteAll(fd, data + done, n, offset + done); err != 0) return err;
+    done += n;
+  }
+  *checksum = XXH3_64bits_digest(&state);
+  return 0;
+}
+
+// ReadAll, computing the checksum of what it reads; the errno of a failure, else 0.
+int ReadHashed(int fd, char* data, uint64_t size, uint64_t offset, uint64_t* checksum) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (uint64_t done = 0; done < size;) {
+    uint64_t n = std::min(kSlice, size - done);
+    if (int err = ReadAll(fd, data + done, n, offset + done); err != 0) return err;
+    XXH3_64bits_update(&state, data + done, static_cast<size_t>(n));
+    done += n;
+  }
+  *checksum = XXH3_64bits_digest(&state);
+  return 0;
+}
 
 std::string RandomTag() {
   std::random_device rd;
@@ -185,10 +215,10 @@ ObjectSpiller::SpillResult ObjectSpiller::WriteBatch(size_t d, const std::vector
   uint64_t offset = 0;
   int err = 0;
   for (const auto& item : items) {
-    const char* bytes = arena_ + item.arena_offset;
-    err = WriteAll(fd, bytes, item.size, offset);
+    uint64_t checksum = 0;
+    err = WriteHashed(fd, arena_ + item.arena_offset, item.size, offset, &checksum);
     if (err != 0) break;
-    result.written.push_back({path, offset, Checksum(bytes, item.size)});
+    result.written.push_back({path, offset, checksum});
     offset += item.size;
   }
   // Keep what was written whole: cut the file after it, then make it durable.
@@ -270,14 +300,15 @@ void ObjectSpiller::Restore(const Location& from, uint64_t arena_offset, uint64_
     if (fd < 0) {
       status = absl::DataLossError("spill file " + from.path + " cannot be opened: " + ErrnoText(errno));
     } else {
-      int err = ReadAll(fd, arena_ + arena_offset, size, from.offset);
+      uint64_t checksum = 0;
+      int err = ReadHashed(fd, arena_ + arena_offset, size, from.offset, &checksum);
       ::close(fd);
       if (err == EIO) {
         status = absl::DataLossError("spill file " + from.path + " is truncated or unreadable: " + std::to_string(size) +
                                      " bytes expected at offset " + std::to_string(from.offset));
       } else if (err != 0) {
         status = absl::DataLossError("spill file " + from.path + " cannot be read: " + ErrnoText(err));
-      } else if (Checksum(arena_ + arena_offset, size) != from.checksum) {
+      } else if (checksum != from.checksum) {
         status = absl::DataLossError("spill file " + from.path + " is damaged: the " + std::to_string(size) +
                                      " bytes at offset " + std::to_string(from.offset) + " fail their checksum");
       }

@@ -121,9 +121,21 @@ SchedulingDecision Scheduler::Schedule(const SchedulingRequest& request, const C
     decision.kind = SchedulingDecision::Kind::kNode;
     return decision;
   }
-  // Nothing available now (so every node was walked): wait at this node if it could run
-  // the request, else at the least used node that could.
+  // Nothing available now (so every node was walked).
   decision.kind = SchedulingDecision::Kind::kWait;
+  if (spread) {
+    // SPREAD waits at the next feasible node in turn, not here: when tasks are short,
+    // the view lags what the nodes free, and a busy-looking cluster must not turn into
+    // every task queued at this node (Ray's spread falls back the same way).
+    for (size_t step = 0; step < count; ++step) {
+      size_t pos = (spread_wait_cursor_ + step) % count;
+      if (!Feasible(view, node_at(pos))) continue;
+      spread_wait_cursor_ = pos + 1;
+      decision.node = &nodes[node_at(pos)];
+      return decision;
+    }
+  }
+  // Wait at this node if it could run the request, else at the least used node that could.
   double best = 0;
   for (size_t pos = 0; pos < count; ++pos) {
     size_t index = node_at(pos);

@@ -33,8 +33,8 @@ namespace orb {
 struct SchedulingDecision {
   enum class Kind { kNode, kWait, kInfeasible };
   Kind kind = Kind::kWait;
-  // kNode: where to run. kWait: a feasible node to queue at (the local one if it is
-  // feasible, else the least used).
+  // kNode: where to run. kWait: a feasible node to queue at (SPREAD: the next in turn;
+  // otherwise the local one if it is feasible, else the least used).
   const NodeView* node = nullptr;
   std::string reason;              // for kInfeasible
   // kInfeasible for hard affinity to a node that is not in the cluster or is dead: no
@@ -62,6 +62,7 @@ class Scheduler {
   NodeAffinityPolicy affinity_;
   std::mt19937_64 random_;
   size_t spread_cursor_ = 0;
+  size_t spread_wait_cursor_ = 0;  // where SPREAD waits next when no node has room
   std::vector<char> feasible_shape_;         // reused buffers: no allocation per decision
   std::vector<const NodeView*> available_;
   uint64_t matches_epoch_ = 0;
