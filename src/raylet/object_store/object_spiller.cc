@@ -58,7 +58,7 @@ int ReadAll(int fd, char* data, uint64_t size, uint64_t offset) {
 
 // Objects are written and read in slices this big, each hashed while it is in cache:
 // hashing a whole large object after copying it would read it from memory again.
-constexpr uint64_t kSlice = 1 << 20;
+constexpr uint64_t kSlice = 256 << 10;
 
 // WriteAll, computing the checksum of what it writes; the errno of a failure, else 0.
 int WriteHashed(int fd, const char* data, uint64_t size, uint64_t offset, uint64_t* checksum) {
