@@ -26,19 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$PY" "$K8S/fake_apiserver.py" --port 0 --state-dir "$work/state" --kubelet --max-lifetime-s 900 \
-  --kubelet-env-passthrough ORB_TEMP_DIR >"$work/fake.log" 2>&1 &
-fake_pid=$!
-for _ in $(seq 100); do [[ -s $work/state/port ]] && break; sleep 0.1; done
-[[ -s $work/state/port ]] || { echo "on_fake_k8s: the fake API server did not start" >&2; exit 1; }
-cat >"$work/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: fake, cluster: {server: "http://127.0.0.1:$(cat "$work/state/port")"}}]
-users: [{name: demo, user: {token: unused-over-http}}]
-contexts: [{name: fake, context: {cluster: fake, user: demo, namespace: default}}]
-current-context: fake
-EOF
+source "$K8S/../lib/fake_k8s.sh"
+start_fake_k8s "$work" || exit 1
 head_port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$work/cluster.yaml" <<EOF
 cluster_name: workloads

@@ -24,6 +24,7 @@ NodeTypeLimits LimitsOf(const NodeTypeConfig& t) {
   NodeTypeLimits limits{t.name, ResourceSet::FromMap(t.resources), t.min_workers, t.max_workers};
   limits.labels = t.labels;
   limits.labels[kLabelNodeType] = t.name;
+  limits.warm_pool = t.warm_pool;
   return limits;
 }
 

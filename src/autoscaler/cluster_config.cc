@@ -96,7 +96,8 @@ absl::Status ReadResources(const Reader& r, const YAML::Node& node, const std::s
 
 absl::Status ReadNodeType(const Reader& r, const std::string& name, const YAML::Node& node, NodeTypeConfig* t) {
   std::string where = "available_node_types." + name;
-  RETURN_IF_ERROR(r.CheckKeys(node, where, {"resources", "labels", "min_workers", "max_workers", "pod_template", "node_config"}));
+  RETURN_IF_ERROR(r.CheckKeys(node, where, {"resources", "labels", "min_workers", "max_workers", "warm_pool", "pod_template",
+                                                "node_config"}));
   t->name = name;
   RETURN_IF_ERROR(ReadResources(r, node["resources"], where + ".resources", &t->resources));
   if (YAML::Node labels = node["labels"]) {
@@ -109,6 +110,11 @@ absl::Status ReadNodeType(const Reader& r, const std::string& name, const YAML::
   if (t->min_workers > t->max_workers) {
     return r.Error(node["min_workers"], absl::StrCat(where, ": min_workers ", t->min_workers, " is above max_workers ",
                                                      t->max_workers));
+  }
+  RETURN_IF_ERROR(r.Get(node, "warm_pool", where, &t->warm_pool));
+  if (t->warm_pool < 0 || t->warm_pool > t->max_workers) {
+    return r.Error(node["warm_pool"], absl::StrCat(where, ": warm_pool ", t->warm_pool, " must be between 0 and max_workers ",
+                                                   t->max_workers));
   }
   YAML::Node pod = node["pod_template"] ? node["pod_template"] : node["node_config"];  // node_config: Ray's name
   if (pod) {
@@ -252,7 +258,7 @@ std::string ClusterConfig::NodeTypesJson() const {
   for (const auto& t : node_types) {
     if (t.name == head_node_type) continue;
     out[t.name] = {{"resources", t.resources}, {"labels", t.labels}, {"min_workers", t.min_workers},
-                   {"max_workers", t.max_workers}};
+                   {"max_workers", t.max_workers}, {"warm_pool", t.warm_pool}};
   }
   return out.dump();
 }

@@ -53,6 +53,7 @@ struct NodeTypeConfig {
   std::map<std::string, std::string> labels;
   int min_workers = 0;
   int max_workers = 0;
+  int warm_pool = 0;  // idle nodes kept ready (scaling_planner.h)
   nlohmann::json pod_template;  // null when not given
 };
 

@@ -60,6 +60,7 @@ class Planner {
     PackRequested();
     for (const auto& pg : in_.placement_groups) PackPlacementGroup(pg);
     PackQueued();
+    FillWarmPools();
     CapLaunches();
     ScaleIn();
     for (const auto& [type, whys] : launch_reasons_) {
@@ -332,6 +333,27 @@ class Planner {
     }
   }
 
+  // Nodes of type `t` that could take work at once: joined and idle, or launching,
+  // with nothing packed onto them this round.
+  int FreeNodesOf(int t) const {
+    int n = 0;
+    for (const auto& b : bins_) {
+      if (b.type != t || !b.managed || b.touched || b.keep) continue;
+      n += b.launching || b.is_new || b.idle_for.count() > 0;
+    }
+    return n;
+  }
+
+  void FillWarmPools() {
+    for (size_t t = 0; t < in_.types.size(); ++t) {
+      const auto& type = in_.types[t];
+      if (type.warm_pool <= 0) continue;
+      for (int free = FreeNodesOf(static_cast<int>(t)); free < type.warm_pool && HasQuota(static_cast<int>(t)); ++free) {
+        Launch(static_cast<int>(t), "warm_pool " + std::to_string(type.warm_pool));
+      }
+    }
+  }
+
   void CapLaunches() {
     int live = 0;
     for (const auto& b : bins_) live += b.is_new || b.launching ? 0 : 1;
@@ -363,9 +385,14 @@ class Planner {
       idle.push_back(&b);
     }
     std::sort(idle.begin(), idle.end(), [](const Bin* a, const Bin* b) { return a->idle_for > b->idle_for; });
+    std::map<int, int> free;  // per type: nodes that could take work now
     for (const Bin* b : idle) {
       const auto& type = in_.types[b->type];
       if (count_[type.name] <= type.min_workers) continue;
+      // The longest idle go first; the warm pool keeps the rest.
+      auto spare = free.try_emplace(b->type, FreeNodesOf(b->type)).first;
+      if (type.warm_pool > 0 && spare->second <= type.warm_pool) continue;
+      spare->second--;
       count_[type.name]--;
       plan_.terminate.push_back(b->key);
       plan_.reasons.push_back(absl::StrCat("terminate ", b->key, " (", type.name, "): ",

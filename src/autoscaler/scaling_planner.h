@@ -21,11 +21,14 @@
 //    resources once that demand is packed onto one node of it; then the name. The new
 //    node is a bin, so later shapes use what it has left.
 //    A shape no type can hold is reported infeasible, once, with the reason.
-// 6. Upscaling speed: at most max(5, upscaling_speed × nodes) launches may be pending
+// 6. Warm pools: a type with warm_pool N gets new nodes until N of its nodes (joined
+//    or launching) have no work packed onto them and nothing running.
+// 7. Upscaling speed: at most max(5, upscaling_speed × nodes) launches may be pending
 //    at once; the rest wait for the next round.
-// 7. Scale in: a node the autoscaler launched, idle (all resources free, no queued work,
+// 8. Scale in: a node the autoscaler launched, idle (all resources free, no queued work,
 //    no objects in its store) for idle_timeout, not holding requested resources and
-//    not needed to keep its type at min_workers, is terminated (drained first).
+//    not needed to keep its type at min_workers or its warm pool full, is terminated
+//    (drained first).
 // Every launch and termination comes with its reason, in words for the log and
 // `orb status`.
 #pragma once
@@ -47,6 +50,9 @@ struct NodeTypeLimits {
   int max_workers = 0;
   std::string min_reason;  // why min_workers is what it is, when not the config's (a metric rule)
   std::map<std::string, std::string> labels;  // its nodes' labels (orb.io/node-type included)
+  // Idle nodes kept ready (within max_workers): not removed by the idle timeout, and a
+  // new one launched when one takes work, so that work that comes finds a node up.
+  int warm_pool = 0;
 };
 
 struct PlannerNode {

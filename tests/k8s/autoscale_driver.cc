@@ -3,8 +3,10 @@
 //
 //   autoscale_driver --orb-address=HOST:PORT tasks N SECONDS [CPUS]
 //       N tasks of CPUS (default 1) CPUs that each sleep SECONDS:
-//       {"tasks":N,"nodes":[...],"makespan_s":M,"starts_s":[...],"last_join_s":J}
-//       with each task's start and the last time a node joined, in seconds from submission
+//       {"tasks":N,"nodes":[...],"makespan_s":M,"starts_s":[...],"last_join_s":J,
+//        "worker_starts_s":[...],"submitted_unix":T}
+//       with each task's start, its worker process's start and the last time a node
+//       joined, in seconds from submission
 //   autoscale_driver --orb-address=HOST:PORT strict-spread N
 //       a STRICT_SPREAD placement group of N bundles of 1 CPU, then a task in each:
 //       {"bundles":N,"nodes":[...]}
@@ -18,7 +20,11 @@
 // Exit status 0 when the work ran, 1 with the error on stderr otherwise.
 #include <orb/api.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -30,11 +36,27 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Its node and when it started (Unix seconds), "NODE START".
+// When this process started, in Unix seconds (to 1/100 s): its start after boot, from
+// /proc, set against the time since boot now.
+double ProcessStartSeconds() {
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after the command name
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  double started_after_boot = std::stod(field) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double uptime = 0;
+  std::ifstream("/proc/uptime") >> uptime;
+  return NowSeconds() - (uptime - started_after_boot);
+}
+
+// Its node, when it started and when its worker started (Unix seconds): "NODE START WORKER".
 std::string SleepAndReport(double seconds) {
   double start = NowSeconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
-  return orb::GetRuntimeContext().GetNodeId() + " " + std::to_string(start);
+  return orb::GetRuntimeContext().GetNodeId() + " " + std::to_string(start) + " " +
+         std::to_string(ProcessStartSeconds());
 }
 ORB_REMOTE(SleepAndReport);
 
@@ -76,18 +98,23 @@ int Tasks(int n, double seconds, double cpus) {
   std::vector<orb::ObjectRef<std::string>> refs;
   for (int i = 0; i < n; ++i) refs.push_back(orb::Task(SleepAndReport).SetResource("CPU", cpus).Remote(seconds));
   std::set<std::string> nodes;
-  std::string starts = "[";
+  std::string starts = "[", workers = "[";
   for (auto& r : refs) {
-    std::string report = *orb::Get(r);
-    nodes.insert(report.substr(0, report.find(' ')));
-    double start = std::stod(report.substr(report.find(' ') + 1)) - submitted;
-    starts += (starts.size() > 1 ? "," : "") + std::to_string(start);
+    std::istringstream report(*orb::Get(r));
+    std::string node;
+    double start = 0, worker = 0;
+    report >> node >> start >> worker;
+    nodes.insert(node);
+    starts += (starts.size() > 1 ? "," : "") + std::to_string(start - submitted);
+    workers += (workers.size() > 1 ? "," : "") + std::to_string(worker - submitted);
   }
   double makespan = NowSeconds() - submitted;
   done = true;
   watcher.join();
   std::cout << "{\"tasks\":" << n << ",\"nodes\":" << JsonList(nodes) << ",\"makespan_s\":" << makespan
-            << ",\"starts_s\":" << starts << "],\"last_join_s\":" << last_join.load() << "}" << std::endl;
+            << ",\"starts_s\":" << starts << "],\"last_join_s\":" << last_join.load()
+            << ",\"worker_starts_s\":" << workers << "],\"submitted_unix\":" << std::to_string(submitted) << "}"
+            << std::endl;
   return 0;
 }
 

@@ -18,19 +18,13 @@ set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/wait.sh"
+source "$HERE/../lib/fake_k8s.sh"
 PY=/usr/bin/python3
 work=$(mktemp -d /tmp/orb-k8s-test-XXXXXX)
 export ORB_TEMP_DIR=$work/root
 mkdir -p "$ORB_TEMP_DIR" "$work/state"
 fake_pid=""
-cleanup() {
-  set +e
-  [[ -f $work/cluster.yaml ]] && timeout 60 "$BUILD/bin/orb" down "$work/cluster.yaml" >/dev/null 2>&1
-  [[ -n $fake_pid ]] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
-  timeout 20 "$BUILD/bin/orb" stop >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'stop_fake_k8s "$BUILD" "$work"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   echo "--- fake API server log (tail)"; tail -30 "$work/fake.log" 2>/dev/null || true
@@ -43,21 +37,8 @@ fail() {
 }
 step() { echo; echo "== $*"; }
 
-# --- the fake API server and its kubelet (no token: kubectl sends none over plain http)
-"$PY" "$HERE/fake_apiserver.py" --port 0 --state-dir "$work/state" --kubelet --max-lifetime-s 900 \
-  --kubelet-env-passthrough ORB_TEMP_DIR >"$work/fake.log" 2>&1 &
-fake_pid=$!
-for _ in $(seq 100); do [[ -s $work/state/port ]] && break; sleep 0.1; done
-port=$(cat "$work/state/port")
-api="http://127.0.0.1:$port"
-cat >"$work/kubeconfig" <<EOF2
-apiVersion: v1
-kind: Config
-clusters: [{name: fake, cluster: {server: "$api"}}]
-users: [{name: tester, user: {token: unused-over-http}}]
-contexts: [{name: fake, context: {cluster: fake, user: tester, namespace: default}}]
-current-context: fake
-EOF2
+# --- the fake API server and its kubelet
+start_fake_k8s "$work" || fail "the fake API server did not start"
 k() { timeout 60 kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" --request-timeout 20s "$@"; }
 # kubectl while faults are injected: it meets the 500s too, so it tries again.
 kr() {

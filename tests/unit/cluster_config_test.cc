@@ -84,3 +84,16 @@ TEST_CASE("bad YAML, wrong types and bad values name the line", "[cluster_config
   CHECK(Error("cluster_name: d\nhead_node_type: h\navailable_node_types:\n  w: {min_workers: 3, max_workers: 1}\n  h: {}\n")
             .find("min_workers 3 is above max_workers 1") != std::string::npos);
 }
+
+TEST_CASE("warm_pool is read, and one beyond max_workers names its line", "[cluster_config]") {
+  std::string yaml = kGood;
+  yaml.replace(yaml.find("    max_workers: 4"), 18, "    max_workers: 4\n    warm_pool: 2");
+  auto c = ParseClusterConfig(yaml, "cluster.yaml");
+  REQUIRE(c.ok());
+  CHECK(c->FindType("cpu_worker")->warm_pool == 2);
+  CHECK(c->NodeTypesJson().find("\"warm_pool\":2") != std::string::npos);
+  yaml.replace(yaml.find("warm_pool: 2"), 12, "warm_pool: 5");
+  std::string e = Error(yaml);
+  CHECK(e.find("line 17") != std::string::npos);
+  CHECK(e.find("warm_pool 5 must be between 0 and max_workers 4") != std::string::npos);
+}

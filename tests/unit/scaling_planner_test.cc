@@ -209,3 +209,36 @@ TEST_CASE("a label selector that only a GPU type matches brings that type up for
   CHECK(Launches(plan, "cpu") == 1);
   CHECK(Launches(plan, "gpu") == 0);
 }
+
+TEST_CASE("a warm pool keeps idle nodes ready and replaces the ones that take work", "[planner]") {
+  ScalingInput in = TwoTypes();
+  in.types[0].warm_pool = 2;
+  // Nothing waits: two nodes are launched to stand ready.
+  ScalingPlan plan = PlanScaling(in);
+  CHECK(Launches(plan, "cpu") == 2);
+  CHECK(plan.launch_reasons.at("cpu").find("warm_pool 2") != std::string::npos);
+  // Two launching nodes count as the pool: nothing more.
+  in.nodes.push_back({"w1", "cpu", true, R({{"CPU", 2}}), R({}), 0ms});
+  in.nodes.push_back({"w2", "cpu", true, R({{"CPU", 2}}), R({}), 0ms});
+  CHECK(PlanScaling(in).launch.empty());
+  // Joined and idle past idle_timeout: kept, they are the pool.
+  in.nodes[1] = {"w1", "cpu", false, R({{"CPU", 2}}), R({{"CPU", 2}}), 120s};
+  in.nodes[2] = {"w2", "cpu", false, R({{"CPU", 2}}), R({{"CPU", 2}}), 120s};
+  plan = PlanScaling(in);
+  CHECK(plan.launch.empty());
+  CHECK(plan.terminate.empty());
+  // One takes work: a new one is launched to refill the pool.
+  in.nodes[1] = {"w1", "cpu", false, R({{"CPU", 2}}), R({}), 0ms};
+  plan = PlanScaling(in);
+  CHECK(Launches(plan, "cpu") == 1);
+  // A third idle node beyond the pool goes after idle_timeout (the longest idle first).
+  in.nodes[1] = {"w1", "cpu", false, R({{"CPU", 2}}), R({{"CPU", 2}}), 300s};
+  in.nodes.push_back({"w3", "cpu", false, R({{"CPU", 2}}), R({{"CPU", 2}}), 90s});
+  plan = PlanScaling(in);
+  CHECK(plan.launch.empty());
+  CHECK(plan.terminate == std::vector<std::string>{"w1"});
+  // The pool never passes max_workers.
+  ScalingInput capped = TwoTypes();
+  capped.types[1].warm_pool = 3;  // "big" allows 1
+  CHECK(Launches(PlanScaling(capped), "big") == 1);
+}
