@@ -94,6 +94,15 @@ class TaskOptionsSetters {
     options_.max_retries = n;
     return Self();
   }
+  // A retry of the task after it was killed for memory (OutOfMemoryError) asks for
+  // `factor` times its `memory` request, up to `max_memory_bytes` (0: no cap), so that
+  // it runs where that much fits (the autoscaler adds a node type with more memory if no
+  // node has it). Needs a `memory` request and retries left (SetMaxRetries).
+  Derived& SetMemoryGrowth(double factor, double max_memory_bytes = 0) {
+    options_.memory_growth = factor;
+    options_.max_memory = max_memory_bytes;
+    return Self();
+  }
   Derived& SetName(const std::string& name) {
     options_.name = name;
     return Self();

@@ -4,7 +4,7 @@ import json
 
 TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "retry_exceptions", "name",
                 "scheduling_strategy", "placement_group", "placement_group_bundle_index", "label_selector",
-                "runtime_env", "num_returns"}
+                "runtime_env", "num_returns", "memory_growth", "max_memory"}
 ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespace", "lifetime", "max_restarts",
                  "max_task_retries", "max_concurrency", "scheduling_strategy", "placement_group",
                  "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists"}
@@ -108,6 +108,11 @@ def task_options(options):
         out["max_retries"] = _int(options, "max_retries", -1)
     if options.get("name"):
         out["name"] = str(options["name"])
+    for key in ("memory_growth", "max_memory"):
+        if options.get(key) is not None:
+            out[key] = _number(options, key)
+    if out.get("memory_growth", 0) not in (0, 0.0) and out["memory_growth"] <= 1:
+        raise ValueError("memory_growth must be more than 1 (or 0: off), not %r" % options["memory_growth"])
     if options.get("num_returns", 1) != 1:
         raise ValueError("num_returns other than 1 is not supported yet: return a tuple")
     if options.get("runtime_env"):

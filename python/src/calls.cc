@@ -58,6 +58,8 @@ internal::TaskOptionsData ToTaskOptions(const py::dict& d) {
     o.resources_set = true;
   }
   Set(d, "max_retries", &o.max_retries);
+  Set(d, "memory_growth", &o.memory_growth);
+  Set(d, "max_memory", &o.max_memory);
   Set(d, "name", &o.name);
   Set(d, "strategy", &o.strategy);
   Set(d, "affinity_node_id", &o.affinity_node_id);

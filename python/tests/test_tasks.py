@@ -173,6 +173,16 @@ def test_a_task_past_its_memory_request_is_an_out_of_memory_error(embedded):
     assert orb.get(square.remote(3)) == 9
 
 
+def test_memory_growth_retries_a_task_killed_for_memory_with_a_larger_request(embedded):
+    if not orb.get(in_orb_cgroup.remote()):
+        pytest.skip("workers are not in cgroups on this host (the raylet's log says why)")
+    # 256 MiB, 1 GiB (both too small for 1 GiB and the interpreter), then 4 GiB.
+    grown = hog.options(memory=256 << 20, memory_growth=4, max_retries=3)
+    assert orb.get(grown.remote(1024)) == 1024 << 20
+    with pytest.raises(ValueError, match="memory_growth must be more than 1"):
+        orb.get(hog.options(memory=256 << 20, memory_growth=0.5).remote(1))
+
+
 def test_tasks_on_a_cli_cluster(cli_cluster):
     orb.init(address=cli_cluster)
     try:

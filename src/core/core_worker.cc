@@ -341,6 +341,8 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   spec.set_function_name(function_name);
   spec.set_return_id(return_id.Binary());
   spec.set_max_retries(options.max_retries);
+  spec.set_memory_growth(options.memory_growth);
+  spec.set_max_memory(options.max_memory);
   spec.set_name(options.name);
   spec.set_runtime_env(EffectiveRuntimeEnv(options.runtime_env));
   spec.set_language(static_cast<rpc::Language>(options.language));

@@ -13,6 +13,16 @@ namespace orb {
 void CheckTaskOptions(const internal::TaskOptionsData& options) {
   if (auto s = ResourceSet::Validate(options.resources); !s.ok()) throw Error(std::string(s.message()));
   if (options.max_retries < 0) throw Error("max_retries must be >= 0");
+  if (options.memory_growth != 0) {
+    if (!(options.memory_growth > 1) || !std::isfinite(options.memory_growth)) {
+      throw Error("memory_growth must be more than 1 (or 0: off), not " + std::to_string(options.memory_growth));
+    }
+    auto memory = options.resources.find("memory");
+    if (memory == options.resources.end() || memory->second <= 0) {
+      throw Error("memory_growth needs a memory request to grow (set the task's 'memory' resource)");
+    }
+  }
+  if (options.max_memory < 0 || !std::isfinite(options.max_memory)) throw Error("max_memory must be >= 0 bytes");
   for (const std::string* selector : {&options.label_selector, &options.soft_label_selector}) {
     if (auto parsed = LabelSelector::Parse(*selector); !parsed.ok()) throw Error(std::string(parsed.status().message()));
   }

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <sstream>
@@ -380,19 +381,28 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
   // alone (see PushBatch), so a task that kills workers is found out without failing
   // the healthy ones pushed with it.
   bool alone = batch.size() == 1;
+  std::vector<std::shared_ptr<const rpc::TaskSpec>> regrown;  // retries whose memory request grew
   for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
     rpc::TaskSpec& spec = *it;
     if (!alone) {
       queue.suspects.insert(spec.task_id());
       queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else if (spec.attempt() < spec.max_retries()) {
+      std::string grown = type == rpc::OUT_OF_MEMORY ? GrowMemory(spec) : "";
       if (options_.events) {
         rpc::ErrorInfo error;
         error.set_type(type);
-        error.set_message("the worker running it died (" + cause + "); retried");
+        error.set_message("the worker running it died (" + cause + "); retried" + grown);
         options_.events->RecordSpec(spec, rpc::FAILED, &error);
       }
       spec.set_attempt(spec.attempt() + 1);
+      if (!grown.empty()) {
+        // A new shape: it queues, and is leased for, with its new memory request.
+        spdlog::info("task '{}' was killed for memory; retried{}", spec.function_name(), grown);
+        queue.suspects.erase(spec.task_id());
+        regrown.push_back(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
+        continue;
+      }
       queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else {
       queue.suspects.erase(spec.task_id());
@@ -402,6 +412,21 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
     }
   }
   Pump(key);
+  for (auto& spec : regrown) Enqueue(std::move(spec));  // may rehash queues_: after `queue`'s last use
+}
+
+std::string TaskSubmitter::GrowMemory(rpc::TaskSpec& spec) {
+  auto memory = spec.resources().find("memory");
+  if (spec.memory_growth() <= 1 || memory == spec.resources().end() || memory->second <= 0) return "";
+  double now = memory->second;
+  double next = now * spec.memory_growth();
+  if (spec.max_memory() > 0) next = std::min(next, spec.max_memory());
+  // Whole bytes, as a memory request is.
+  next = std::floor(next);
+  if (next <= now) return "";  // at its cap: retried as it was
+  (*spec.mutable_resources())["memory"] = next;
+  return " with memory " + std::to_string(static_cast<int64_t>(next)) + " bytes (was " +
+         std::to_string(static_cast<int64_t>(now)) + ", memory_growth " + std::to_string(spec.memory_growth()) + ")";
 }
 
 void TaskSubmitter::MaybeReturnIdle(const std::string& key, const LeaseID& lease_id) {

@@ -126,6 +126,9 @@ class TaskSubmitter {
   // fails them (as OUT_OF_MEMORY when `type` says it was killed for memory).
   void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause,
                     rpc::ErrorType type = rpc::WORKER_CRASHED);
+  // Raises a task's memory request for its retry after an OOM kill (memory_growth):
+  // what it did, in words for the log and the task's events; empty when it did nothing.
+  static std::string GrowMemory(rpc::TaskSpec& spec);
   void MaybeReturnIdle(const std::string& shape_key, const LeaseID& lease_id);
   // Returns the lease once it has been idle for lease_idle; `after`: when to look.
   void SetIdleTimer(const std::string& shape_key, Lease& lease, std::chrono::milliseconds after);

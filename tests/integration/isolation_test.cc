@@ -207,6 +207,26 @@ TEST_CASE("a task allocating past its memory request is killed as OutOfMemoryErr
   CHECK(*orb::Task(Allocate).SetResource("memory", 512 << 20).Remote(64, "").Get(60000) == 64);
 }
 
+TEST_CASE("with memory_growth, a task killed for memory is retried with a larger request until it fits",
+          "[isolation][cgroup][memory]") {
+  EnsureIsolatedCluster();
+  if (!InCgroups()) return;
+  // 128 MiB, then 512 MiB (both killed), then 2 GiB: it runs.
+  CHECK(*orb::Task(Allocate).SetResource("memory", 128 << 20).SetMemoryGrowth(4).SetMaxRetries(3).Remote(1024, "")
+             .Get(120000) == 1024);
+  CHECK(orb::testing::WaitFor(
+      [] {
+        for (const auto& t : orb::state::ListTasks({{"error_type", "=", "OUT_OF_MEMORY"}})) {
+          if (t.error_message.find("retried with memory 536870912 bytes") != std::string::npos) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(15)));
+  // Capped at 256 MiB: the retries stay there, and it fails.
+  auto capped = orb::Task(Allocate).SetResource("memory", 128 << 20).SetMemoryGrowth(4, 256 << 20).SetMaxRetries(2);
+  CHECK_THROWS_WITH(capped.Remote(1024, "").Get(120000), Catch::Contains("more memory than its limit of 256 MiB"));
+}
+
 TEST_CASE("a task taking the node past the memory threshold is killed by the monitor, then retried; the raylet lives",
           "[isolation][memory]") {
   EnsureIsolatedCluster();

@@ -149,6 +149,14 @@ TEST_CASE("a task fanning out 50 quick nested tasks starts no more workers than 
   CHECK(started >= 2);
 }
 
+TEST_CASE("memory_growth is checked where the task is submitted", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  CHECK_THROWS_WITH(orb::Task(Plus).SetResource("memory", 1 << 20).SetMemoryGrowth(0.5).Remote(1, 2),
+                    Catch::Contains("memory_growth must be more than 1"));
+  CHECK_THROWS_WITH(orb::Task(Plus).SetMemoryGrowth(2).Remote(1, 2), Catch::Contains("needs a memory request"));
+  CHECK(*orb::Task(Plus).SetResource("memory", 1 << 20).SetMemoryGrowth(2, 4 << 20).Remote(1, 2).Get(60000) == 3);
+}
+
 TEST_CASE("a task returns its value through Get", "[tasks]") {
   orb::testing::EnsureCluster(TestConfig());
   auto r = orb::Task(Plus).Remote(1, 2);

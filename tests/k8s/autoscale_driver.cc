@@ -15,6 +15,11 @@
 //   autoscale_driver --orb-address=HOST:PORT selector-task SELECTOR
 //       a task of 1 CPU that may run only on nodes whose labels match SELECTOR:
 //       {"selector_task_node":"..."}
+//   autoscale_driver --orb-address=HOST:PORT memory-growth MIB START_MIB FACTOR
+//       a task asking for START_MIB of memory that allocates MIB, with memory_growth
+//       FACTOR and 3 retries: {"memory_growth_node":"...","memory_bytes":M} (the node it
+//       finished on and that node's memory), or {"skipped":"why"} when workers are not
+//       in cgroups (no memory limit to pass)
 //   autoscale_driver --orb-address=HOST:PORT request CPUS
 //       orb::RequestResources(CPUS) and exit: {"requested_cpus":CPUS}
 // Exit status 0 when the work ran, 1 with the error on stderr otherwise.
@@ -23,11 +28,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
-#include <sstream>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +72,22 @@ std::string SleepAndTell(double seconds) {
   return orb::GetRuntimeContext().GetNodeId();
 }
 ORB_REMOTE(SleepAndTell);
+
+// Allocates `mib` MiB, touching every page; its node.
+std::string AllocateAndTell(int64_t mib) {
+  std::vector<std::unique_ptr<char[]>> chunks;
+  for (int64_t i = 0; i < mib / 16; ++i) {
+    chunks.emplace_back(new char[16 << 20]);
+    std::memset(chunks.back().get(), 1, 16 << 20);
+  }
+  return orb::GetRuntimeContext().GetNodeId();
+}
+bool InCgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.find("/orb-") != std::string::npos;
+}
+ORB_REMOTE(AllocateAndTell, InCgroup);
 
 struct GpuUser {
   static GpuUser* Create() { return new GpuUser(); }
@@ -134,6 +157,26 @@ int StrictSpread(int n) {
   return 0;
 }
 
+int MemoryGrowth(int64_t mib, int64_t start_mib, double factor) {
+  if (!*orb::Task(InCgroup).Remote().Get(60000)) {
+    std::cout << "{\"skipped\":\"workers are not in cgroups on this host\"}" << std::endl;
+    return 0;
+  }
+  std::string node = *orb::Task(AllocateAndTell)
+                          .SetResource("memory", static_cast<double>(start_mib << 20))
+                          .SetMemoryGrowth(factor)
+                          .SetMaxRetries(3)
+                          .Remote(mib)
+                          .Get(180000);
+  double memory = 0;
+  for (const auto& n : orb::Nodes()) {
+    if (n.node_id == node) memory = n.resources_total.count("memory") ? n.resources_total.at("memory") : 0;
+  }
+  std::cout << "{\"memory_growth_node\":\"" << node << "\",\"memory_bytes\":" << static_cast<int64_t>(memory) << "}"
+            << std::endl;
+  return 0;
+}
+
 int GpuActor() {
   auto actor = orb::Actor(GpuUser::Create).SetResource("GPU", 1).Remote();
   std::string node = *orb::Get(actor.Task(&GpuUser::Node).Remote());
@@ -156,6 +199,8 @@ int main(int argc, char** argv) {
       rc = Tasks(std::stoi(args[1]), std::stod(args[2]), args.size() == 4 ? std::stod(args[3]) : 1.0);
     } else if (args.size() == 2 && args[0] == "strict-spread") {
       rc = StrictSpread(std::stoi(args[1]));
+    } else if (args.size() == 4 && args[0] == "memory-growth") {
+      rc = MemoryGrowth(std::stoll(args[1]), std::stoll(args[2]), std::stod(args[3]));
     } else if (args.size() == 1 && args[0] == "gpu-actor") {
       rc = GpuActor();
     } else if (args.size() == 2 && args[0] == "selector-task") {
@@ -167,7 +212,7 @@ int main(int argc, char** argv) {
       std::cout << "{\"requested_cpus\":" << args[1] << "}" << std::endl;
       rc = 0;
     } else {
-      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S [CPUS] | strict-spread N | gpu-actor | "
+      std::cerr << "usage: autoscale_driver --orb-address=A tasks N S [CPUS] | memory-growth MIB START_MIB FACTOR | strict-spread N | gpu-actor | "
                    "selector-task SELECTOR | request CPUS"
                 << std::endl;
     }

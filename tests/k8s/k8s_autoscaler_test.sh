@@ -5,7 +5,8 @@
 #   1. a head of 1 CPU and a worker type of 2 CPUs (min 0, max 4): 12 one-second tasks
 #      of 1 CPU make worker pods, the tasks run on them, the pods go after idle_timeout;
 #      then 4 tasks of 2 CPUs that sleep 3 s run at once, one on each of the 4 new pods
-#      (queued work follows the nodes that join);
+#      (queued work follows the nodes that join); a task killed for memory with
+#      memory_growth 4 ends on a node of the big_memory type, brought up for its retry;
 #   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
 #   3. an actor needing GPU 1 brings up a node of the GPU type, and so does a CPU task
 #      whose label selector only that type's labels match;
@@ -56,7 +57,7 @@ count() {
 }
 # All pods of the cluster, deleting ones included.
 count_all() { k get pods -l orb.io/cluster=k8stest -o json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))'; }
-workers_gone() { [[ $(count cpu_worker) == 0 && $(count gpu_worker) == 0 ]]; }
+workers_gone() { [[ $(count cpu_worker) == 0 && $(count gpu_worker) == 0 && $(count big_memory) == 0 ]]; }
 
 head_port=$(free_port)
 cat >"$work/cluster.yaml" <<EOF2
@@ -71,14 +72,19 @@ provider:
 head_node_type: head
 available_node_types:
   head:
-    resources: {CPU: 1}
+    resources: {CPU: 1, memory: 536870912}
     pod_template: &pod
       spec:
         containers: [{name: orb, image: "orb:latest", command: ["$BUILD/bin/orb"]}]
   cpu_worker:
-    resources: {CPU: 2}
+    resources: {CPU: 2, memory: 1073741824}
     min_workers: 0
     max_workers: 4
+    pod_template: *pod
+  big_memory:
+    resources: {CPU: 2, memory: 4294967296}
+    min_workers: 0
+    max_workers: 1
     pod_template: *pod
   gpu_worker:
     resources: {CPU: 2, GPU: 1}
@@ -127,6 +133,18 @@ assert len(r["nodes"]) == 4, "the 4 tasks ran on %d node(s), want 4" % len(r["no
 bound = r["last_join_s"] + 1.5 * 3
 assert r["makespan_s"] <= bound, "makespan %.1f s > %.1f s" % (r["makespan_s"], bound)
 PYEOF
+wait_for 90 "idle worker pods to be deleted" workers_gone
+
+step "a task killed for memory, with memory_growth 4: 256 MiB, 1 GiB, then 4 GiB on a big_memory node"
+timeout 240 "$driver" --orb-address="$gcs" memory-growth 1536 256 4 >"$work/growth.json" || fail "the growing task failed"
+cat "$work/growth.json"
+k get pods -L orb.io/node-type
+if grep -q skipped "$work/growth.json"; then
+  echo "SKIPPED: workers are not in cgroups here, so no task is killed for passing its memory request"
+else
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["memory_bytes"] == 4294967296, r' "$work/growth.json" ||
+    fail "the task did not finish on a big_memory node"
+fi
 wait_for 90 "idle worker pods to be deleted" workers_gone
 
 step "a STRICT_SPREAD group of 3 bundles on a one-node cluster"

@@ -57,6 +57,10 @@ struct TaskOptionsData {
   std::string runtime_env;          // RuntimeEnv::Serialize(); empty: the job's (or parent's)
   // The language the function is written in: a worker of that language runs it.
   Language language = Language::kCpp;
+  // Retries of a task killed for memory ask for `memory` times this, up to max_memory
+  // bytes (0: no cap); 0: retried with the same request.
+  double memory_growth = 0;
+  double max_memory = 0;
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so
