@@ -182,11 +182,24 @@ ScalingInput Autoscaler::BuildInput(const ClusterState& cluster, const std::vect
     p.total = ResourceSet::FromMap(type->resources);
     p.labels = LimitsOf(*type).labels;
     in.nodes.push_back(std::move(p));
-    last_nodes_.push_back({{"id", n.id}, {"type", n.node_type}, {"state", "launching"},
-                           {"provider_state", ProviderNodeStateName(n.state)}});
+    nlohmann::json row = {{"id", n.id}, {"type", n.node_type}, {"state", "launching"},
+                          {"provider_state", ProviderNodeStateName(n.state)}};
+    if (!n.reason.empty()) {
+      row["reason"] = n.reason;
+      // Logged once per reason: why a pod stays pending is what an operator looks for.
+      auto [seen, added] = pending_reasons_.try_emplace(n.id, n.reason);
+      if (added || seen->second != n.reason) {
+        seen->second = n.reason;
+        Decide(absl::StrCat(n.id, " (", n.node_type, ") is pending: ", n.reason));
+      }
+    }
+    last_nodes_.push_back(std::move(row));
   }
   for (auto it = first_seen_.begin(); it != first_seen_.end();) {
     it = by_id.count(it->first) && !joined.count(it->first) ? std::next(it) : first_seen_.erase(it);
+  }
+  for (auto it = pending_reasons_.begin(); it != pending_reasons_.end();) {
+    it = first_seen_.count(it->first) ? std::next(it) : pending_reasons_.erase(it);
   }
   for (const auto& [id, launch] : launches_) {
     int seen = 0;

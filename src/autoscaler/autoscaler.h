@@ -93,6 +93,7 @@ class Autoscaler {
   std::map<std::string, std::string> held_back_;  // the last hold-back reported, by type
   std::map<std::string, std::chrono::steady_clock::time_point> idle_since_;    // by provider node ID
   std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;    // provider nodes not yet joined
+  std::map<std::string, std::string> pending_reasons_;  // provider nodes not yet joined: why, as last logged
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> decisions_;
   std::string last_reasons_;  // to log a repeated plan once
   ScalingPlan last_plan_;

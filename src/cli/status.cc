@@ -49,6 +49,11 @@ void PrintAutoscaler(RpcClient<rpc::GcsService>& gcs) {
     by_state[state]++;
     std::cout << " " << n.value("id", "") << "  " << type << "  " << state;
     if (state == "idle") std::cout << " for " << n.value("idle_s", 0) << " s";
+    if (state == "launching") {
+      std::cout << " (" << n.value("provider_state", "pending");
+      if (n.contains("reason")) std::cout << ": " << n.value("reason", "");
+      std::cout << ")";
+    }
     std::cout << "\n";
   }
   std::cout << "Pending launches:";

@@ -19,6 +19,24 @@ constexpr std::chrono::milliseconds kCreateRoundPause{300};
 
 }  // namespace
 
+std::string PendingReason(const nlohmann::json& status) {
+  auto with_message = [](const nlohmann::json& j) {
+    std::string reason = j.value("reason", "");
+    std::string message = j.value("message", "");
+    return message.empty() ? reason : reason + ": " + message;
+  };
+  // A container that cannot start: ImagePullBackOff, CreateContainerConfigError...
+  for (const auto& c : status.value("containerStatuses", nlohmann::json::array())) {
+    const auto& waiting = c.value("state", nlohmann::json::object()).value("waiting", nlohmann::json::object());
+    if (waiting.contains("reason") && waiting.value("reason", "") != "ContainerCreating") return with_message(waiting);
+  }
+  // A pod no node can take: PodScheduled False, reason Unschedulable.
+  for (const auto& cond : status.value("conditions", nlohmann::json::array())) {
+    if (cond.value("type", "") == "PodScheduled" && cond.value("status", "") == "False") return with_message(cond);
+  }
+  return status.contains("reason") ? with_message(status) : "";
+}
+
 std::optional<ProviderNode> ProviderNodeFromPod(const nlohmann::json& pod) {
   const auto& meta = pod.value("metadata", nlohmann::json::object());
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return std::nullopt;
@@ -47,6 +65,7 @@ std::optional<ProviderNode> ProviderNodeFromPod(const nlohmann::json& pod) {
     }
   } else {
     node.state = ProviderNodeState::kPending;
+    node.reason = PendingReason(status);
   }
   return node;
 }

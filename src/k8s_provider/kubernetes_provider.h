@@ -62,5 +62,9 @@ class KubernetesProvider : public NodeProvider {
 
 // A pod as a provider node; nullopt for a pod being deleted.
 std::optional<ProviderNode> ProviderNodeFromPod(const nlohmann::json& pod);
+// Why a pending pod is not running, from its status: a container's waiting reason
+// (ImagePullBackOff, CreateContainerConfigError...) or PodScheduled=False
+// (Unschedulable), with the message; empty when the status gives none.
+std::string PendingReason(const nlohmann::json& pod_status);
 
 }  // namespace orb

@@ -57,6 +57,9 @@ struct ProviderNode {
   std::string ip;  // empty until known
   std::string launch_request;
   std::string failure;  // why, when state is kFailed
+  // Why a pending node is not running yet, as its provider says (a pod's waiting
+  // reason, or why it cannot be scheduled): "ImagePullBackOff: ...". Empty: no reason given.
+  std::string reason;
 };
 
 class NodeProvider {

@@ -7,6 +7,8 @@
 #      then 4 tasks of 2 CPUs that sleep 3 s run at once, one on each of the 4 new pods
 #      (queued work follows the nodes that join); a task killed for memory with
 #      memory_growth 4 ends on a node of the big_memory type, brought up for its retry;
+#      a pod whose Secret is missing shows CreateContainerConfigError in `orb status`
+#      and the autoscaler's log, and its task runs once the Secret is created;
 #   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
 #   3. an actor needing GPU 1 brings up a node of the GPU type, and so does a CPU task
 #      whose label selector only that type's labels match;
@@ -57,7 +59,9 @@ count() {
 }
 # All pods of the cluster, deleting ones included.
 count_all() { k get pods -l orb.io/cluster=k8stest -o json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))'; }
-workers_gone() { [[ $(count cpu_worker) == 0 && $(count gpu_worker) == 0 && $(count big_memory) == 0 ]]; }
+workers_gone() {
+  [[ $(count cpu_worker) == 0 && $(count gpu_worker) == 0 && $(count big_memory) == 0 && $(count needs_secret) == 0 ]]
+}
 
 head_port=$(free_port)
 cat >"$work/cluster.yaml" <<EOF2
@@ -86,6 +90,18 @@ available_node_types:
     min_workers: 0
     max_workers: 1
     pod_template: *pod
+  needs_secret:  # GPUs: only work that asks for its label brings it up (GPU work prefers gpu_worker)
+    resources: {CPU: 2, GPU: 2}
+    labels: {secret: needed}
+    min_workers: 0
+    max_workers: 1
+    pod_template:
+      spec:
+        containers:
+        - name: orb
+          image: "orb:latest"
+          command: ["$BUILD/bin/orb"]
+          env: [{name: MODEL_KEY, valueFrom: {secretKeyRef: {name: model-key, key: key}}}]
   gpu_worker:
     resources: {CPU: 2, GPU: 1}
     labels: {accelerator: h200}
@@ -162,6 +178,19 @@ step "a CPU task whose label selector only the GPU type's nodes match"
 timeout 180 "$driver" --orb-address="$gcs" selector-task "accelerator = h200" || fail "the labelled task"
 k get pods -L orb.io/node-type
 [[ $(count gpu_worker) == 1 && $(count cpu_worker) == 0 ]] || fail "want the labelled type's pod only"
+wait_for 90 "idle worker pods to be deleted" workers_gone
+
+step "a pod that cannot start (a Secret it needs is missing): orb status says why; it starts once the Secret exists"
+timeout 240 "$driver" --orb-address="$gcs" selector-task "secret = needed" >"$work/secret.json" &
+secret_driver=$!
+status_says_why() { "$BUILD/bin/orb" status 2>/dev/null | grep -q "needs_secret  launching (pending: CreateContainerConfigError"; }
+wait_for 60 "orb status to show the pod's CreateContainerConfigError" status_says_why
+"$BUILD/bin/orb" status | grep -A3 "needs_secret" | head -8
+grep -q "is pending: CreateContainerConfigError" "$ORB_TEMP_DIR"/session_latest/logs/autoscaler.log ||
+  fail "the autoscaler's log does not say why the pod is pending"
+k create secret generic model-key --from-literal=key=s3cret >/dev/null
+wait "$secret_driver" || fail "the task for the secret-needing node failed"
+cat "$work/secret.json"
 wait_for 90 "idle worker pods to be deleted" workers_gone
 
 step "faults: every 3rd create's reply lost after the pod is made, 500s, dropped watches"

@@ -309,3 +309,28 @@ users:
   CHECK(LoadInClusterKubeConfig((dir / "sa").string()).status().code() == absl::StatusCode::kNotFound);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a pending pod says why it is not running", "[k8s]") {
+  auto pod = [](nlohmann::json status) {
+    return nlohmann::json{{"metadata", {{"name", "p"}, {"labels", {{"orb.io/node-type", "cpu_worker"}}}}},
+                          {"status", std::move(status)}};
+  };
+  auto pull = ProviderNodeFromPod(pod({{"phase", "Pending"},
+                                       {"containerStatuses",
+                                        {{{"name", "orb"},
+                                          {"state", {{"waiting", {{"reason", "ImagePullBackOff"},
+                                                                  {"message", "Back-off pulling image \"orb:nope\""}}}}}}}}}));
+  REQUIRE(pull);
+  CHECK(pull->state == ProviderNodeState::kPending);
+  CHECK(pull->reason == "ImagePullBackOff: Back-off pulling image \"orb:nope\"");
+  auto unschedulable = ProviderNodeFromPod(
+      pod({{"phase", "Pending"},
+           {"conditions", {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+                            {"message", "0/3 nodes are available: 3 Insufficient cpu."}}}}}));
+  CHECK(unschedulable->reason == "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu.");
+  // Being created is not a reason to report.
+  auto creating = ProviderNodeFromPod(
+      pod({{"phase", "Pending"}, {"containerStatuses", {{{"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}}}}}));
+  CHECK(creating->reason.empty());
+  CHECK(ProviderNodeFromPod(pod({{"phase", "Running"}}))->reason.empty());
+}
