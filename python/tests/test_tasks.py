@@ -37,6 +37,11 @@ def hog(mib):
 
 
 @orb.remote
+def where():
+    return orb.get_runtime_context().get_node_id()
+
+
+@orb.remote
 def in_orb_cgroup():
     with open("/proc/self/cgroup") as f:
         return "/orb-" in f.read()
@@ -188,6 +193,10 @@ def test_tasks_on_a_cli_cluster(cli_cluster):
     try:
         nodes = {orb.get(describe.options(scheduling_strategy="SPREAD").remote())["pid"] for _ in range(8)}
         assert len(nodes) >= 1
+        # Instant SPREAD tasks submitted at once go round both nodes, every time.
+        for _ in range(3):
+            refs = [where.options(scheduling_strategy="SPREAD").remote() for _ in range(40)]
+            assert len(set(orb.get(refs))) == 2
         assert orb.get(sum_of_squares.remote(5)) == 30
     finally:
         orb.shutdown()
