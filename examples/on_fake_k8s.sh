@@ -5,7 +5,8 @@
 # declared), the workload with --orb-address, then the pods it brought up watched until
 # the autoscaler gives them back, and `orb down`.
 #   examples/on_fake_k8s.sh BUILD_DIR PROGRAM [ARGS...]
-# Prints the pods by node type as they change ("pods: head=1 cpu_worker=2 gpu_worker=1").
+# Prints the pods by node type as they change, a pod replaced between two looks included
+# ("pods: head=1 cpu_worker=2 gpu_worker=1").
 # With DELETE_POD_TYPE=gpu_worker (and DELETE_POD_AFTER_S, default 5) one pod of that type
 # is deleted that long after the program started, as a node lost under a running job.
 set -euo pipefail
@@ -55,17 +56,19 @@ available_node_types:
 EOF
 
 # "head=1 cpu_worker=2 gpu_worker=1": the pods not being deleted, by node type.
+# After a "|": the pods' names, so that a pod replaced between two looks is seen too.
 pods() {
   timeout 30 kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/kcache" get pods -o json |
     "$PY" -c 'import json, sys, collections
-c = collections.Counter(p["metadata"]["labels"].get("orb.io/node-type", "?")
-                        for p in json.load(sys.stdin)["items"] if not p["metadata"].get("deletionTimestamp"))
-print(" ".join("%s=%d" % (t, c[t]) for t in ("head", "cpu_worker", "gpu_worker")))'
+live = [p for p in json.load(sys.stdin)["items"] if not p["metadata"].get("deletionTimestamp")]
+c = collections.Counter(p["metadata"]["labels"].get("orb.io/node-type", "?") for p in live)
+print(" ".join("%s=%d" % (t, c[t]) for t in ("head", "cpu_worker", "gpu_worker")) + "|" +
+      " ".join(sorted(p["metadata"]["name"] for p in live)))'
 }
 
 timeout 120 "$BUILD/bin/orb" up "$work/cluster.yaml" >/dev/null
 last=$(pods)
-echo "pods: $last"
+echo "pods: ${last%%|*}"
 "$@" --orb-address="127.0.0.1:$head_port" &
 program=$!
 started=$SECONDS
@@ -81,7 +84,7 @@ while kill -0 "$program" 2>/dev/null; do
     DELETE_POD_TYPE=""
   fi
   now=$(pods || true)
-  [[ $now != "$last" ]] && echo "pods: $now" && last=$now
+  [[ $now != "$last" ]] && echo "pods: ${now%%|*}" && last=$now
   sleep 1
 done
 status=0
@@ -89,8 +92,8 @@ wait "$program" || status=$?
 # The autoscaler gives the idle worker pods back.
 for _ in $(seq 90); do
   now=$(pods || true)
-  [[ $now != "$last" ]] && echo "pods: $now" && last=$now
-  [[ $now == "head=1 cpu_worker=0 gpu_worker=0" ]] && break
+  [[ $now != "$last" ]] && echo "pods: ${now%%|*}" && last=$now
+  [[ ${now%%|*} == "head=1 cpu_worker=0 gpu_worker=0" ]] && break
   sleep 1
 done
 exit "$status"
