@@ -7,6 +7,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <future>
+#include <optional>
 #include <sstream>
 
 namespace orb {
@@ -388,13 +389,20 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
       queue.suspects.insert(spec.task_id());
       queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else if (spec.attempt() < spec.max_retries()) {
-      std::string grown = type == rpc::OUT_OF_MEMORY ? GrowMemory(spec) : "";
+      // The attempt that failed is recorded with what it asked for; the retry asks anew.
+      std::optional<rpc::TaskSpec> regrow;
+      std::string grown;
+      if (type == rpc::OUT_OF_MEMORY && spec.memory_growth() > 1) {
+        regrow = spec;
+        grown = GrowMemory(*regrow);
+      }
       if (options_.events) {
         rpc::ErrorInfo error;
         error.set_type(type);
         error.set_message("the worker running it died (" + cause + "); retried" + grown);
         options_.events->RecordSpec(spec, rpc::FAILED, &error);
       }
+      if (!grown.empty()) spec = std::move(*regrow);
       spec.set_attempt(spec.attempt() + 1);
       if (!grown.empty()) {
         // A new shape: it queues, and is leased for, with its new memory request.
