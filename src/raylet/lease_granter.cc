@@ -71,7 +71,6 @@ void LeaseGranter::UpdateClusterView(std::vector<NodeView> remote_nodes) {
   for (auto& n : remote_nodes) {
     if (n.id != options_.node_id) nodes.push_back(std::move(n));
   }
-  remote_nodes_ = nodes;
   view_ = ClusterView(options_.node_id, std::move(nodes));
   reservations_.clear();  // the nodes' own figures now count what was sent to them
   PlaceQueuedAgain();
@@ -89,15 +88,15 @@ void LeaseGranter::ReserveInView(const NodeID& node, const ResourceSet& resource
 void LeaseGranter::ExpireReservations() {
   reservation_timer_set_ = false;
   auto now = std::chrono::steady_clock::now();
-  size_t before = reservations_.size();
-  while (!reservations_.empty() && reservations_.front().expires <= now) reservations_.pop_front();
-  if (reservations_.size() != before) {
-    // A node whose figures did not change since (it granted and finished the work
-    // before its next gossip round) shows its room again.
-    view_ = ClusterView(options_.node_id, remote_nodes_);
-    for (const auto& r : reservations_) view_.Reserve(r.node, r.resources);
-    PlaceQueuedAgain();
+  bool expired = false;
+  // A node whose figures did not change since (it granted and finished the work before
+  // its next gossip round) shows its room again.
+  while (!reservations_.empty() && reservations_.front().expires <= now) {
+    view_.Unreserve(reservations_.front().node, reservations_.front().resources);
+    reservations_.pop_front();
+    expired = true;
   }
+  if (expired) PlaceQueuedAgain();
   if (!reservations_.empty()) {
     reservation_timer_set_ = true;
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(reservations_.front().expires - now);

@@ -200,7 +200,6 @@ class LeaseGranter {
   LeaseGranterOptions options_;
   Scheduler scheduler_;
   ClusterView view_;
-  std::vector<NodeView> remote_nodes_;  // the other nodes as last gossiped
   struct ViewReservation {
     NodeID node;
     ResourceSet resources;

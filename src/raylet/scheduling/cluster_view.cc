@@ -49,6 +49,11 @@ void ClusterView::Reserve(const NodeID& id, const ResourceSet& resources) {
   if (it != index_.end()) nodes_[it->second].available.Subtract(resources);
 }
 
+void ClusterView::Unreserve(const NodeID& id, const ResourceSet& resources) {
+  auto it = index_.find(id);
+  if (it != index_.end()) nodes_[it->second].available.Add(resources);
+}
+
 uint32_t ClusterView::ShapeIndex(const ResourceSet& total) {
   for (size_t i = 0; i < shapes_.size(); ++i) {
     if (shapes_[i] == total) return static_cast<uint32_t>(i);

@@ -49,6 +49,8 @@ class ClusterView {
   // Records that `resources` were just sent to `id`, so that the next decisions before
   // the node's own report see them as taken.
   void Reserve(const NodeID& id, const ResourceSet& resources);
+  // Gives back what Reserve took.
+  void Unreserve(const NodeID& id, const ResourceSet& resources);
 
   // The distinct totals of the nodes, and which of them node `index` has.
   const std::vector<ResourceSet>& shapes() const { return shapes_; }
