@@ -42,8 +42,9 @@ class ClusterStateSource {
  public:
   virtual ~ClusterStateSource() = default;
   virtual absl::StatusOr<ClusterState> Read() = 0;
-  // Asks the node's raylet to stop taking work before it is terminated:
-  // FailedPrecondition (with why) when the node is not idle after all.
+  // Asks the node's raylet to stop taking work and to hand its objects to other nodes
+  // before it is terminated: FailedPrecondition (with why) when the node is not idle
+  // after all, or could not move every object.
   virtual absl::Status Drain(const ClusterNodeState& node, const std::string& reason) = 0;
   virtual absl::Status PublishStatus(const std::string& json) = 0;
 };

@@ -9,10 +9,13 @@
 #include "k8s_provider/node_provider.h"
 #include "raylet_service.grpc.pb.h"
 
+#include <spdlog/spdlog.h>
+
 namespace orb::autoscaler {
 namespace {
 
-constexpr std::chrono::seconds kDrainTimeout{5};
+// A drain moves the node's objects to other nodes before it answers.
+constexpr std::chrono::seconds kDrainTimeout{120};
 
 ResourceSet WithoutGroupResources(const google::protobuf::Map<std::string, double>& amounts) {
   std::map<std::string, double> out;
@@ -100,8 +103,17 @@ class GcsClusterState : public ClusterStateSource {
     CallOptions options;
     options.timeout = kDrainTimeout;
     auto reply = raylet.CallSync<rpc::DrainNodeReply>(ORB_RPC(DrainNode), request, options);
+    if (absl::IsDeadlineExceeded(reply.status())) {
+      // Still moving objects: terminating it now could lose them.
+      return absl::FailedPreconditionError("the node did not finish moving its objects within " +
+                                           std::to_string(kDrainTimeout.count()) + " s");
+    }
     if (!reply.ok()) return reply.status();
-    if (!reply->accepted()) return absl::FailedPreconditionError("the node is busy: " + reply->rejection());
+    if (!reply->accepted()) return absl::FailedPreconditionError("the node cannot leave: " + reply->rejection());
+    if (reply->objects_moved() > 0) {
+      spdlog::info("{} moved {} object(s) ({} bytes) to other nodes before leaving", node.provider_node_id,
+                   reply->objects_moved(), reply->bytes_moved());
+    }
     return absl::OkStatus();
   }
 

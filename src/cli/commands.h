@@ -76,6 +76,9 @@ int Logs(const LogsOptions& options);
 absl::StatusOr<std::vector<nlohmann::json>> ObjectRows(const std::string& address);
 // `orb memory`: each node's store, then the objects by owner (objects.cc).
 int Memory(const std::string& address, const std::string& format);
+// `orb drain-node`: the live node whose ID starts with `node_prefix` stops taking work
+// and hands its objects to other nodes (drain.cc).
+int DrainNode(const std::string& node_prefix, const std::string& reason, const std::string& address);
 // `given`, or the local cluster's address; empty (after saying so) when there is none.
 std::string ResolveClusterAddress(const std::string& given, const std::string& command);
 

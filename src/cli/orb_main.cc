@@ -110,6 +110,14 @@ int main(int argc, char** argv) {
   memory_cmd->add_option("--format", memory_format, "table or json")->check(CLI::IsMember({"table", "json"}));
   memory_cmd->callback([&] { std::exit(orb::cli::Memory(memory_address, memory_format)); });
 
+  std::string drain_node, drain_reason = "drained by orb drain-node", drain_address;
+  auto* drain_cmd = app.add_subcommand(
+      "drain-node", "stop a node taking work and move the objects it holds to other nodes, so it can be stopped");
+  drain_cmd->add_option("node_id", drain_node, "the node's ID, or its start (see `orb list nodes`)")->required();
+  drain_cmd->add_option("--reason", drain_reason, "why, for the node's log");
+  drain_cmd->add_option("--address", drain_address, "GCS address (default: the local cluster)");
+  drain_cmd->callback([&] { std::exit(orb::cli::DrainNode(drain_node, drain_reason, drain_address)); });
+
   orb::cli::StopOptions stop;
   auto* stop_cmd = app.add_subcommand(
       "stop", "stop the local clusters of this session root ($ORB_TEMP_DIR, default /tmp/orb-<uid>)");

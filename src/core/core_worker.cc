@@ -36,6 +36,7 @@ class CoreWorkerGrpcService : public RpcService {
   ORB_SERVICE_METHOD(Exit)
   ORB_SERVICE_METHOD(ListOwnedObjects)
   ORB_SERVICE_METHOD(GetWorkerMetrics)
+  ORB_SERVICE_METHOD(ObjectMoved)
 
  private:
   CoreWorker* handler_;

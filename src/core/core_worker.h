@@ -138,6 +138,8 @@ class CoreWorker : public Runtime {
                                SendReply send);
   void HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply, SendReply send);
   // What this process owns and borrows, for `orb list objects`.
+  // A drained node handed the primary of an object this process owns to another node.
+  void HandleObjectMoved(const rpc::ObjectMovedRequest& req, rpc::ObjectMovedReply* reply, SendReply send);
   void HandleListOwnedObjects(const rpc::ListOwnedObjectsRequest& req, rpc::ListOwnedObjectsReply* reply,
                               SendReply send);
   // This process's user metrics and the runtime's own, for its raylet's /metrics.

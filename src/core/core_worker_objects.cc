@@ -309,6 +309,17 @@ void CoreWorker::HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, r
               [this, wait_for_it] { loop_.Post(wait_for_it); });
 }
 
+void CoreWorker::HandleObjectMoved(const rpc::ObjectMovedRequest& req, rpc::ObjectMovedReply* reply,
+                                   SendReply send) {
+  ObjectID id = ObjectID::FromBinary(req.object_id());
+  reply->set_accepted(!id.IsNil() && objects_->MoveInStore(id, req.from_node_id(), req.to_node_id()));
+  if (reply->accepted()) {
+    spdlog::info("object {} moved from node {} to node {}", id.Hex(), NodeID::FromBinary(req.from_node_id()).Hex(),
+                 NodeID::FromBinary(req.to_node_id()).Hex());
+  }
+  send(grpc::Status::OK);
+}
+
 void CoreWorker::HandleListOwnedObjects(const rpc::ListOwnedObjectsRequest&, rpc::ListOwnedObjectsReply* reply,
                                         SendReply send) {
   *reply->mutable_address() = self_address_;

@@ -211,6 +211,18 @@ bool ObjectTable::MaybeFree(std::unordered_map<ObjectID, Entry>::iterator it, Ef
   return true;
 }
 
+bool ObjectTable::MoveInStore(const ObjectID& id, const std::string& from, const std::string& to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.value) return false;
+  const rpc::ObjectValue& value = *it->second.value;
+  if (value.kind_case() != rpc::ObjectValue::kInStoreNodeId || value.in_store_node_id() != from) return false;
+  auto moved = std::make_shared<rpc::ObjectValue>(value);
+  moved->set_in_store_node_id(to);
+  it->second.value = std::move(moved);
+  return true;
+}
+
 ObjectTable::Recovery ObjectTable::BeginReconstruction(const ObjectID& id, const std::string& lost_node,
                                                        const std::string& reason, const NodeAlive& node_alive) {
   Recovery recovery;

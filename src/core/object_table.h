@@ -127,6 +127,11 @@ class ObjectTable {
   Recovery BeginReconstruction(const ObjectID& id, const std::string& lost_node, const std::string& reason,
                                const NodeAlive& node_alive);
 
+  // The primary copy of owned object `id` moved from node `from` to node `to` (binary
+  // IDs). False, changing nothing, when the object is not owned here any more or its
+  // value does not name `from`.
+  bool MoveInStore(const ObjectID& id, const std::string& from, const std::string& to);
+
   // A snapshot for `orb list objects` (ListOwnedObjects).
   struct OwnedSummary {
     ObjectID id;

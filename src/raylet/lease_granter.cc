@@ -597,6 +597,13 @@ absl::Status LeaseGranter::Drain() {
   return absl::OkStatus();
 }
 
+void LeaseGranter::Undrain() {
+  if (!draining_) return;
+  spdlog::info("drain ended: this node takes leases again");
+  draining_ = false;
+  Dispatch();
+}
+
 std::vector<rpc::ResourceDemand> LeaseGranter::PendingDemand() const {
   // By shape and hard label selector: a node type that cannot satisfy the selector
   // would not run the work, however big it is.

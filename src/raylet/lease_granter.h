@@ -131,11 +131,15 @@ class LeaseGranter {
   int KillLeasesHolding(const std::string& fragment);
   // A node of the cluster view (this one included); nullptr when unknown.
   const NodeView* FindNode(const NodeID& id) { return CurrentView().Find(id); }
+  // Every node of the cluster view (this one included).
+  const std::vector<NodeView>& Nodes() { return CurrentView().nodes(); }
   const ResourceSet& available() const { return available_; }
   // Stops taking leases if the node is idle (no lease, nothing queued, every resource
   // free); from then on the node offers nothing to the scheduler. Returns whether it
   // drained, or why not.
   absl::Status Drain();
+  // Takes leases again (a drain that could not finish: the node stays).
+  void Undrain();
   bool draining() const { return draining_; }
   // Queued requests grouped by shape, for status and autoscaling.
   std::vector<rpc::ResourceDemand> PendingDemand() const;

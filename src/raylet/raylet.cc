@@ -39,6 +39,7 @@ class RayletGrpcService : public RpcService {
   ORB_SERVICE_METHOD(ListStoreObjects)
   ORB_SERVICE_METHOD(GetNodeStats)
   ORB_SERVICE_METHOD(DrainNode)
+  ORB_SERVICE_METHOD(AdoptObject)
   ORB_SERVICE_METHOD(PullObject)
   ORB_SERVICE_METHOD(PrepareBundle)
   ORB_SERVICE_METHOD(CommitBundle)
@@ -117,7 +118,8 @@ Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
             std::memmove(arena_->data() + to, arena_->data() + from, size);
           },
           SpillOptionsFor(options_, arena_.get(), &loop_)),
-      worker_metric_clients_(options_.token, std::chrono::seconds(30)) {
+      worker_metric_clients_(options_.token, std::chrono::seconds(30)),
+      owner_clients_(options_.token) {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
   raylet_clients_ = std::make_unique<ClientPool<rpc::RayletService>>(options_.token);
   // A freed primary's copies on other nodes go with it.
@@ -216,6 +218,7 @@ absl::Status Raylet::Start() {
   ObjectPullerOptions puller;
   puller.token = options_.token;
   object_puller_ = std::make_unique<ObjectPuller>(&object_store_, arena_.get(), &loop_, puller);
+  MakeEvacuator();
   if (auto status = StartObjectStream(); !status.ok()) return status;
 
   auto metrics = ServeMetrics(options_.bind, options_.metrics_export_port, [this] { return MetricsText(); });
@@ -233,6 +236,7 @@ absl::Status Raylet::Start() {
         // What its driver owned here (results of its tasks, copies) goes with it.
         WorkerID driver = WorkerID::FromBinary(job.driver_worker_id());
         if (!driver.IsNil()) object_store_.ForgetWorker(driver);
+        owner_addresses_.erase(driver);
       },
       [this](const rpc::ReportWorkerFailureRequest& death) {
         // This node's own deaths were handled when they were reaped.
@@ -464,6 +468,7 @@ void Raylet::Rejoin() {
 
 void Raylet::OnWorkerDeath(const WorkerProcess& worker) {
   object_store_.ForgetWorker(worker.id);
+  owner_addresses_.erase(worker.id);
   lease_granter_->OnWorkerDeath(worker);
   // The GCS fails (or restarts) an actor that lived in it, and ends a dead driver's job.
   rpc::ReportWorkerFailureRequest report;
@@ -575,8 +580,13 @@ void Raylet::HandleCreateObject(const rpc::CreateObjectRequest& req, rpc::Create
   ObjectID id = ObjectID::FromBinary(req.object_id());
   if (id.IsNil()) return send(Invalid("object_id must be 20 bytes"));
   if (req.size() < 0) return send(Invalid("object size must not be negative"));
+  WorkerID owner = WorkerID::FromBinary(req.owner().worker_id());
+  // Kept to tell owners where their objects go when this node is drained.
+  if (!owner.IsNil() && !req.owner().ip().empty()) {
+    owner_addresses_[owner] = req.owner().ip() + ":" + std::to_string(req.owner().port());
+  }
   object_store_.CreateOrSpill(
-      id, static_cast<uint64_t>(req.size()), WorkerID::FromBinary(req.owner().worker_id()), /*primary=*/true,
+      id, static_cast<uint64_t>(req.size()), owner, /*primary=*/true,
       WorkerID::FromBinary(req.writer_worker_id()),
       [reply, send](absl::StatusOr<LocalObjectStore::Created> created) {
         if (!created.ok()) {
@@ -725,14 +735,6 @@ void Raylet::HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObject
                          }
                          send(grpc::Status::OK);
                        });
-}
-
-void Raylet::HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send) {
-  absl::Status drained = lease_granter_->Drain();
-  reply->set_accepted(drained.ok());
-  if (!drained.ok()) reply->set_rejection(std::string(drained.message()));
-  if (drained.ok()) spdlog::info("drained for the autoscaler: {}", req.reason());
-  send(grpc::Status::OK);
 }
 
 void Raylet::HandleGetNodeStats(const rpc::GetNodeStatsRequest&, rpc::GetNodeStatsReply* reply, SendReply send) {

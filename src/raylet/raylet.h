@@ -35,6 +35,7 @@
 #include "raylet/death_watcher.h"
 #include "raylet/lease_granter.h"
 #include "raylet/memory_monitor.h"
+#include "raylet/object_manager/object_evacuator.h"
 #include "raylet/object_manager/object_puller.h"
 #include "raylet/object_manager/object_stream_server.h"
 #include "raylet/placement/bundle_manager.h"
@@ -124,7 +125,9 @@ class Raylet {
   void HandleListStoreObjects(const rpc::ListStoreObjectsRequest& req, rpc::ListStoreObjectsReply* reply,
                               SendReply send);
   void HandleGetNodeStats(const rpc::GetNodeStatsRequest& req, rpc::GetNodeStatsReply* reply, SendReply send);
+  // Leaving without losing objects (raylet_drain.cc).
   void HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send);
+  void HandleAdoptObject(const rpc::AdoptObjectRequest& req, rpc::AdoptObjectReply* reply, SendReply send);
   void HandleCheckWorkers(const rpc::CheckWorkersRequest& req, rpc::CheckWorkersReply* reply, SendReply send);
   void HandlePullObject(const rpc::PullObjectRequest& req, rpc::PullObjectReply* reply, SendReply send);
   void HandlePrepareBundle(const rpc::PrepareBundleRequest& req, rpc::PrepareBundleReply* reply, SendReply send);
@@ -183,6 +186,10 @@ class Raylet {
   std::vector<std::pair<std::string, std::string>> WorkerEndpoints() const;
   // Sends the pulls completed since the last call to the GCS, for the timeline.
   void ReportTransfers();
+  // Wires the evacuator that moves primaries away when the node is drained.
+  void MakeEvacuator();
+  // How long another node may take to adopt one object (pull it) when this one leaves.
+  static constexpr std::chrono::seconds kAdoptTimeout{60};
   // Tells the node holding the primary of `id` that this node has a copy.
   void RegisterCopy(const ObjectID& id, const NodeID& source, const std::string& source_address);
 
@@ -217,6 +224,12 @@ class Raylet {
   std::unique_ptr<HttpEndpoint> metrics_endpoint_;
   ClientPool<rpc::CoreWorkerService> worker_metric_clients_;  // used by MetricsText's threads
   std::unordered_map<std::string, NodeID> node_of_stream_;
+  std::unique_ptr<ObjectEvacuator> evacuator_;
+  ClientPool<rpc::CoreWorkerService> owner_clients_;  // owners told where their objects moved
+  // The RPC address of each owner of primaries here ("ip:port"), from CreateObject.
+  std::unordered_map<WorkerID, std::string> owner_addresses_;
+  // Pins an adopted object while it is made primary.
+  const WorkerID adopt_reader_ = WorkerID::FromRandom();
   std::unordered_map<WorkerID, LogCursor> log_cursors_;  // workers whose output goes to their drivers  // object stream address -> node, for transfers
   int port_ = 0;
   std::atomic<bool> stopping_{false};

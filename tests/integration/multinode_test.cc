@@ -26,6 +26,7 @@ std::string WhereAmI(int sleep_ms) {
 ORB_REMOTE(WhereAmI);
 
 using orb::testing::Run;
+using orb::testing::RunAnyway;
 
 // Waits until the driver's raylet can place work on `node` (its view has the node).
 bool WaitUntilPlaceable(const std::string& node) {
@@ -547,4 +548,69 @@ TEST_CASE("refs in a struct, a vector, an actor's state and a task's result keep
         return now[c.head_] <= before[c.head_] && now[c.second_] <= before[c.second_];
       },
       std::chrono::seconds(20)));
+}
+
+namespace {
+// Says it started (a file), then runs until told to stop (another file), at most 30 s.
+std::string RunUntilReleased(std::string started, std::string release) {
+  std::ofstream(started).put('x');
+  orb::testing::WaitFor([&] { return std::filesystem::exists(release); }, std::chrono::seconds(30));
+  return orb::GetRuntimeContext().GetNodeId();
+}
+ORB_REMOTE(RunUntilReleased);
+}  // namespace
+
+TEST_CASE("a drained node hands its objects to other nodes: none is lost when it is then killed",
+          "[multinode][objects]") {
+  auto& c = Cluster();
+  ExtraNode leaving = StartExtraNode(c, "drain");
+  // Results made on the leaving node, with no retries: lineage cannot bring them back,
+  // only the move can.
+  auto there = orb::NodeAffinitySchedulingStrategy{leaving.id};
+  std::vector<orb::ObjectRef<std::vector<uint8_t>>> refs;
+  for (int i = 0; i < 6; ++i) {
+    refs.push_back(orb::Task(Bytes).SetSchedulingStrategy(there).SetResource("CPU", 0).SetMaxRetries(0).Remote(
+        int64_t{1} << 20, i + 1));
+  }
+  REQUIRE(orb::Wait(refs, 6, 60000).ready.size() == 6);
+  // One was read here first: the head's copy of it becomes the primary.
+  CHECK((*orb::Get(refs[0], 30000))[0] == 1);
+
+  // The owner gives its idle leases back within moments; until then the node is busy.
+  std::string drained;
+  REQUIRE(orb::testing::WaitFor(
+      [&] {
+        drained = RunAnyway(c.orb_ + " drain-node " + leaving.id.substr(0, 12) + " --address " + c.address_ + " 2>&1");
+        return drained.find("is drained") != std::string::npos;
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(300)));
+  INFO(drained);
+  CHECK(drained.find("is drained: 6 object(s)") != std::string::npos);
+  // Drained, it takes no new work: a task that may run anywhere goes elsewhere.
+  auto where = orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{leaving.id, true}).Remote(0);
+  CHECK(*where.Get(30000) != leaving.id);
+  REQUIRE(::kill(leaving.pid, SIGKILL) == 0);
+  REQUIRE(orb::testing::WaitFor([] { return AliveNodes() == 2; }, std::chrono::seconds(20)));
+
+  for (int i = 0; i < 6; ++i) {
+    auto value = orb::Get(refs[i], 60000);
+    REQUIRE(value->size() == (1u << 20));
+    CHECK((*value)[0] == i + 1);
+    CHECK((*value)[(1 << 20) - 1] == i + 1);
+  }
+  // A node that is not idle refuses, saying why, and keeps working.
+  std::string started = (c.temp_ / "drain-busy-started").string(), release = (c.temp_ / "drain-busy-release").string();
+  std::filesystem::remove(started);
+  std::filesystem::remove(release);
+  auto busy = orb::Task(RunUntilReleased).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(
+      started, release);
+  REQUIRE(orb::testing::WaitFor([&] { return std::filesystem::exists(started); }, std::chrono::seconds(20)));
+  std::string refused = RunAnyway(c.orb_ + " drain-node " + c.second_ + " --address " + c.address_ + " 2>&1");
+  std::ofstream(release).put('x');
+  INFO(refused);
+  CHECK(refused.find("cannot leave: ") != std::string::npos);
+  CHECK(refused.find(" leases are running") != std::string::npos);
+  CHECK(*busy.Get(30000) == c.second_);
+  CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(0).Get(30000) ==
+        c.second_);
 }

@@ -312,3 +312,42 @@ TEST_CASE("a spill to a disk that cannot take it is OutOfDisk for the create, an
   });
   loop.Stop();
 }
+
+TEST_CASE("an adopted copy becomes a primary that is never evicted; a handed-over primary goes without its copies",
+          "[object_store]") {
+  EventLoop loop;
+  LocalObjectStore store(4096, &loop);
+  WorkerID owner = WorkerID::FromRandom();
+  NodeID copier = NodeID::FromRandom(), other = NodeID::FromRandom();
+  std::vector<std::pair<ObjectID, std::vector<NodeID>>> orphaned;
+  store.OnCopiesOrphaned([&](const ObjectID& id, const std::vector<NodeID>& nodes) { orphaned.emplace_back(id, nodes); });
+
+  // A pulled copy (evictable) is adopted: the primary now, with the copies made of it.
+  REQUIRE(store.Create(Id(1), 2048, owner, /*primary=*/false).ok());
+  REQUIRE(store.Seal(Id(1)).ok());
+  CHECK(store.Primaries().empty());
+  REQUIRE(store.Adopt(Id(1), owner, {copier}).ok());
+  auto primaries = store.Primaries();
+  REQUIRE(primaries.size() == 1);
+  CHECK(primaries[0].id == Id(1));
+  CHECK(primaries[0].owner == owner);
+  CHECK(primaries[0].copies == std::vector<NodeID>{copier});
+  // It is not evicted for room any more.
+  REQUIRE(store.Create(Id(2), 2048, owner).ok());
+  CHECK(store.Create(Id(3), 2048, owner).status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(store.Contains(Id(1)));
+  CHECK(store.Adopt(Id(9), owner, {}).code() == absl::StatusCode::kNotFound);
+  CHECK(store.Adopt(Id(2), owner, {}).code() == absl::StatusCode::kNotFound);  // not sealed
+
+  // Handed over, the copy here goes; the copies elsewhere are the new primary's now.
+  REQUIRE(store.AddCopies({Id(1)}, other).empty());
+  store.HandOver(Id(1));
+  CHECK_FALSE(store.Contains(Id(1)));
+  CHECK(orphaned.empty());
+  // Freed as a primary, its copies go with it.
+  REQUIRE(store.Seal(Id(2)).ok());
+  REQUIRE(store.AddCopies({Id(2)}, copier).empty());
+  store.Delete({Id(2)});
+  REQUIRE(orphaned.size() == 1);
+  CHECK(orphaned[0].second == std::vector<NodeID>{copier});
+}

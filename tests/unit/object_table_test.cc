@@ -234,3 +234,22 @@ TEST_CASE("a task pinned to a dead node cannot rebuild its result, and says so",
   CHECK(table.BeginReconstruction(id, "dead", "node dead died", Alive).kind == ObjectTable::Recovery::Kind::kFailed);
   CHECK_THAT(table.GetIfReady(id)->error().message(), Catch::Contains("hard node affinity"));
 }
+
+TEST_CASE("an object moved off a drained node is freed and read where it went; a loss at the old node is no loss",
+          "[object_table]") {
+  std::vector<std::pair<ObjectID, std::string>> freed;
+  ObjectTable table([&](const ObjectID& id, const std::string& node) { freed.emplace_back(id, node); });
+  ObjectID put = ObjectID::FromRandom(), inline_value = ObjectID::FromRandom();
+  table.AddReady(put, InStore("leaving"));
+  table.AddReady(inline_value, Inline("x"));
+  CHECK_FALSE(table.MoveInStore(put, "elsewhere", "new"));  // not where the mover says
+  CHECK_FALSE(table.MoveInStore(inline_value, "leaving", "new"));
+  CHECK_FALSE(table.MoveInStore(ObjectID::FromRandom(), "leaving", "new"));  // not owned
+  REQUIRE(table.MoveInStore(put, "leaving", "new"));
+  CHECK(table.GetIfReady(put)->in_store_node_id() == "new");
+  // A reader that failed at the old node reports it: nothing is lost.
+  CHECK(table.BeginReconstruction(put, "leaving", "node died", Alive).kind == ObjectTable::Recovery::Kind::kNotLost);
+  table.RemoveLocalRef(put);
+  REQUIRE(freed.size() == 1);
+  CHECK(freed[0].second == "new");
+}

@@ -340,6 +340,35 @@ std::vector<StoreObjectSummary> LocalObjectStore::List() const {
   return out;
 }
 
+std::vector<LocalObjectStore::PrimaryCopy> LocalObjectStore::Primaries() const {
+  std::vector<PrimaryCopy> out;
+  for (const auto& [id, e] : objects_) {
+    if (e.sealed && e.primary && !e.deleted) out.push_back({id, e.size, e.owner, e.copies});
+  }
+  return out;
+}
+
+absl::Status LocalObjectStore::Adopt(const ObjectID& id, const WorkerID& owner, const std::vector<NodeID>& copies) {
+  auto it = objects_.find(id);
+  if (it == objects_.end() || !it->second.sealed) return absl::NotFoundError("object " + id.Hex() + " is not sealed here");
+  Entry& e = it->second;
+  e.primary = true;
+  e.deleted = false;
+  e.owner = owner;
+  for (const auto& node : copies) {
+    if (std::find(e.copies.begin(), e.copies.end(), node) == e.copies.end()) e.copies.push_back(node);
+  }
+  UpdateEvictability(id, e);
+  return absl::OkStatus();
+}
+
+void LocalObjectStore::HandOver(const ObjectID& id) {
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return;
+  it->second.copies.clear();
+  Delete({id});
+}
+
 // --- Spilling ---
 
 bool LocalObjectStore::AfterSpill(uint64_t bytes, std::function<void(const absl::Status&)> retry) {

@@ -155,6 +155,22 @@ class LocalObjectStore {
 
   std::vector<StoreObjectSummary> List() const;
 
+  // --- Handing primaries to another node (this node is leaving) ---
+  struct PrimaryCopy {
+    ObjectID id;
+    uint64_t size = 0;
+    WorkerID owner;
+    std::vector<NodeID> copies;
+  };
+  // The sealed primary copies the owners still reference, in memory or spilled.
+  std::vector<PrimaryCopy> Primaries() const;
+  // Makes the sealed copy of `id` held here the primary for `owner` (another node handed
+  // it over), with `copies` made of it elsewhere. NotFound when no sealed copy is here.
+  absl::Status Adopt(const ObjectID& id, const WorkerID& owner, const std::vector<NodeID>& copies);
+  // Another node holds the primary of `id` now: this copy goes (once unpinned), and the
+  // copies made of it stay, the new primary's now.
+  void HandOver(const ObjectID& id);
+
   uint64_t capacity() const { return allocator_.capacity(); }
   uint64_t used() const { return allocator_.used(); }  // bytes in memory
   size_t num_objects() const { return objects_.size(); }
