@@ -235,6 +235,15 @@ void Autoscaler::Execute(const ScalingPlan& plan, const ClusterState& cluster, c
     }
     launches_[launch.request_id] = {type, count, now_()};
   }
+  // Objects of drained nodes go to nodes that stay: not to those leaving now, nor to
+  // idle workers that may leave next.
+  std::vector<std::string> avoid;
+  std::set<std::string> leaving(plan.terminate.begin(), plan.terminate.end());
+  for (const auto& c : cluster.nodes) {
+    bool worker = false;
+    for (const auto& n : nodes) worker |= n.id == c.provider_node_id && n.kind == NodeKind::kWorker;
+    if (leaving.count(c.provider_node_id) || (worker && c.Idle())) avoid.push_back(c.node_id);
+  }
   for (const auto& key : plan.terminate) {
     const ClusterNodeState* node = nullptr;
     for (const auto& c : cluster.nodes) {
@@ -245,7 +254,7 @@ void Autoscaler::Execute(const ScalingPlan& plan, const ClusterState& cluster, c
       if (r.find("terminate " + key) == 0) reason = r;
     }
     if (node) {
-      absl::Status drained = cluster_->Drain(*node, reason);
+      absl::Status drained = cluster_->Drain(*node, reason, avoid);
       if (drained.code() == absl::StatusCode::kFailedPrecondition) {
         Decide(absl::StrCat("keeping ", key, ": ", drained.message()));
         idle_since_.erase(key);
@@ -257,7 +266,6 @@ void Autoscaler::Execute(const ScalingPlan& plan, const ClusterState& cluster, c
     if (!s.ok()) Decide(absl::StrCat("terminating ", key, " failed: ", s.message()));
     idle_since_.erase(key);
   }
-  (void)nodes;
 }
 
 void Autoscaler::HoldBackFailedTypes(ScalingInput* input) {

@@ -28,8 +28,8 @@ struct ClusterNodeState {
   std::vector<ShapeDemand> queued;
   int64_t object_store_used_bytes = 0;
 
-  // Nothing runs, waits or is stored here.
-  bool Idle() const { return queued.empty() && object_store_used_bytes == 0 && available == total; }
+  // Nothing runs or waits here. Objects do not keep a node: draining moves them.
+  bool Idle() const { return queued.empty() && available == total; }
 };
 
 struct ClusterState {
@@ -44,8 +44,10 @@ class ClusterStateSource {
   virtual absl::StatusOr<ClusterState> Read() = 0;
   // Asks the node's raylet to stop taking work and to hand its objects to other nodes
   // before it is terminated: FailedPrecondition (with why) when the node is not idle
-  // after all, or could not move every object.
-  virtual absl::Status Drain(const ClusterNodeState& node, const std::string& reason) = 0;
+  // after all, or could not move every object. `avoid`: nodes (hex IDs) that may leave
+  // too, so objects go elsewhere when they can.
+  virtual absl::Status Drain(const ClusterNodeState& node, const std::string& reason,
+                             const std::vector<std::string>& avoid) = 0;
   virtual absl::Status PublishStatus(const std::string& json) = 0;
 };
 

@@ -96,10 +96,12 @@ class GcsClusterState : public ClusterStateSource {
     return state;
   }
 
-  absl::Status Drain(const ClusterNodeState& node, const std::string& reason) override {
+  absl::Status Drain(const ClusterNodeState& node, const std::string& reason,
+                     const std::vector<std::string>& avoid) override {
     RpcClient<rpc::RayletService> raylet(node.raylet_address, token_);
     rpc::DrainNodeRequest request;
     request.set_reason(reason);
+    for (const auto& id : avoid) request.add_avoid_node_ids(id);
     CallOptions options;
     options.timeout = kDrainTimeout;
     auto reply = raylet.CallSync<rpc::DrainNodeReply>(ORB_RPC(DrainNode), request, options);

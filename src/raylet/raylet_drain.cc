@@ -4,6 +4,8 @@
 // and keep them as primaries.
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "raylet/object_manager/object_evacuator.h"
 #include "raylet/raylet.h"
 
@@ -32,12 +34,15 @@ void Raylet::HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeRep
     o.copies = std::move(p.copies);
     objects.push_back(std::move(o));
   }
-  std::vector<NodeID> targets;
+  // Nodes that stay, unless only nodes that may leave too can take the objects.
+  std::set<std::string> avoid(req.avoid_node_ids().begin(), req.avoid_node_ids().end());
+  std::vector<NodeID> targets, fallback;
   for (const auto& node : lease_granter_->Nodes()) {
     if (node.alive && node.id != node_id_ && !node.address.empty() && !node.object_manager_address.empty()) {
-      targets.push_back(node.id);
+      (avoid.count(node.id.Hex()) ? fallback : targets).push_back(node.id);
     }
   }
+  if (targets.empty()) targets = std::move(fallback);
   if (!objects.empty()) {
     spdlog::info("draining ({}): moving {} object(s) to {} other node(s)", req.reason(), objects.size(),
                  targets.size());
@@ -80,6 +85,7 @@ void Raylet::HandleAdoptObject(const rpc::AdoptObjectRequest& req, rpc::AdoptObj
     return refuse(rpc::OBJECT_LOST, "the leaving node " + NodeID::FromBinary(req.source_node_id()).Hex() +
                                         " is not reachable from node " + node_id_.Hex());
   }
+  if (!req.owner_address().empty()) owner_addresses_[owner] = req.owner_address();
   std::vector<NodeID> copies;
   for (const auto& c : req.copy_node_ids()) {
     NodeID node = NodeID::FromBinary(c);
@@ -112,6 +118,7 @@ void Raylet::MakeEvacuator() {
     request.set_source_node_id(node_id_.Binary());
     request.set_size(static_cast<int64_t>(o.size));
     request.set_owner_worker_id(o.owner.Binary());
+    request.set_owner_address(o.owner_address);
     for (const auto& c : o.copies) request.add_copy_node_ids(c.Binary());
     CallOptions call;
     call.timeout = kAdoptTimeout;

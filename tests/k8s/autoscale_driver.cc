@@ -20,6 +20,15 @@
 //       FACTOR and 3 retries: {"memory_growth_node":"...","memory_bytes":M} (the node it
 //       finished on and that node's memory), or {"skipped":"why"} when workers are not
 //       in cgroups (no memory limit to pass)
+//   autoscale_driver --orb-address=HOST:PORT keep-objects N MIB
+//       N tasks of 2 CPUs (more than the head has) without retries, each making an
+//       object of MIB MiB on a worker node; waits (reading none) until every worker node
+//       has been scaled down, then reads them all: {"objects":N,"worker_nodes":W,
+//       "scaled_down_after_s":S,"read_ok":R} (R == N: nothing was lost)
+//   autoscale_driver --orb-address=HOST:PORT nested N
+//       one task that runs N instant tasks of 1 CPU and waits for them:
+//       {"nested":N,"nodes":[...],"worker_pids":P,"worker_pids_by_node":{NODE:P}}
+//       (P: processes that ran them)
 //   autoscale_driver --orb-address=HOST:PORT request CPUS
 //       orb::RequestResources(CPUS) and exit: {"requested_cpus":CPUS}
 // Exit status 0 when the work ran, 1 with the error on stderr otherwise.
@@ -32,6 +41,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -94,6 +104,20 @@ struct GpuUser {
   std::string Node() { return orb::GetRuntimeContext().GetNodeId(); }
 };
 ORB_REMOTE(GpuUser::Create, &GpuUser::Node);
+
+// An object of `mib` MiB, every byte `seed`.
+std::vector<uint8_t> Filled(int64_t mib, int seed) { return std::vector<uint8_t>(mib << 20, static_cast<uint8_t>(seed)); }
+// Its node and process.
+std::string Instant() { return orb::GetRuntimeContext().GetNodeId() + " " + std::to_string(::getpid()); }
+// Runs `n` instant tasks and gathers where they ran.
+std::vector<std::string> FanOut(int n) {
+  std::vector<orb::ObjectRef<std::string>> refs;
+  for (int i = 0; i < n; ++i) refs.push_back(orb::Task(Instant).Remote());
+  std::vector<std::string> out;
+  for (auto& r : refs) out.push_back(*orb::Get(r));
+  return out;
+}
+ORB_REMOTE(Filled, Instant, FanOut);
 
 namespace {
 
@@ -185,6 +209,65 @@ int GpuActor() {
   return 0;
 }
 
+size_t AliveNodes() {
+  size_t n = 0;
+  for (const auto& node : orb::Nodes()) n += node.alive;
+  return n;
+}
+
+int KeepObjects(int n, int64_t mib) {
+  size_t before = AliveNodes();
+  std::vector<orb::ObjectRef<std::vector<uint8_t>>> refs;
+  for (int i = 0; i < n; ++i) {
+    refs.push_back(orb::Task(Filled).SetResource("CPU", 2).SetMaxRetries(0).Remote(mib, i + 1));
+  }
+  if (orb::Wait(refs, n, 180000).ready.size() != static_cast<size_t>(n)) {
+    std::cerr << "the tasks did not finish within 180 s" << std::endl;
+    return 1;
+  }
+  size_t workers = AliveNodes() - 1;
+  double idle_since = NowSeconds();
+  // Scale-down comes after idle_timeout_s; the objects must outlive their nodes.
+  while (AliveNodes() > 1 && NowSeconds() - idle_since < 120) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (AliveNodes() > 1) {
+    std::cerr << "worker nodes were not scaled down within 120 s" << std::endl;
+    return 1;
+  }
+  double gone_after = NowSeconds() - idle_since;
+  int ok = 0;
+  for (int i = 0; i < n; ++i) {
+    try {
+      auto value = orb::Get(refs[i], 60000);
+      bool right = value->size() == static_cast<size_t>(mib << 20) && value->front() == i + 1 && value->back() == i + 1;
+      ok += right;
+      if (!right) std::cerr << "object " << i << " has the wrong bytes" << std::endl;
+    } catch (const std::exception& e) {
+      std::cerr << "object " << i << ": " << e.what() << std::endl;
+    }
+  }
+  std::cout << "{\"objects\":" << n << ",\"worker_nodes\":" << workers << ",\"nodes_before\":" << before
+            << ",\"scaled_down_after_s\":" << gone_after << ",\"read_ok\":" << ok << "}" << std::endl;
+  return ok == n ? 0 : 1;
+}
+
+int Nested(int n) {
+  auto ran = *orb::Get(orb::Task(FanOut).Remote(n), 120000);
+  std::set<std::string> nodes, pids;
+  std::map<std::string, std::set<std::string>> pids_by_node;
+  for (const auto& r : ran) {
+    std::string node = r.substr(0, r.find(' '));
+    nodes.insert(node);
+    pids.insert(r);
+    pids_by_node[node].insert(r);
+  }
+  std::string per_node = "{";
+  for (const auto& [node, p] : pids_by_node) {
+    per_node += (per_node.size() > 1 ? ",\"" : "\"") + node + "\":" + std::to_string(p.size());
+  }
+  std::cout << "{\"nested\":" << n << ",\"nodes\":" << JsonList(nodes) << ",\"worker_pids\":" << pids.size()
+            << ",\"worker_pids_by_node\":" << per_node << "}}" << std::endl;
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,13 +290,17 @@ int main(int argc, char** argv) {
       std::string node = *orb::Get(orb::Task(SleepAndTell).SetResource("CPU", 1).SetLabelSelector(args[1]).Remote(0.0));
       std::cout << "{\"selector_task_node\":\"" << node << "\"}" << std::endl;
       rc = 0;
+    } else if (args.size() == 3 && args[0] == "keep-objects") {
+      rc = KeepObjects(std::stoi(args[1]), std::stoll(args[2]));
+    } else if (args.size() == 2 && args[0] == "nested") {
+      rc = Nested(std::stoi(args[1]));
     } else if (args.size() == 2 && args[0] == "request") {
       orb::RequestResources(std::stoi(args[1]));
       std::cout << "{\"requested_cpus\":" << args[1] << "}" << std::endl;
       rc = 0;
     } else {
       std::cerr << "usage: autoscale_driver --orb-address=A tasks N S [CPUS] | memory-growth MIB START_MIB FACTOR | strict-spread N | gpu-actor | "
-                   "selector-task SELECTOR | request CPUS"
+                   "selector-task SELECTOR | keep-objects N MIB | nested N | request CPUS"
                 << std::endl;
     }
   } catch (const std::exception& e) {

@@ -5,7 +5,9 @@
 #   1. a head of 1 CPU and a worker type of 2 CPUs (min 0, max 4): 12 one-second tasks
 #      of 1 CPU make worker pods, the tasks run on them, the pods go after idle_timeout;
 #      then 4 tasks of 2 CPUs that sleep 3 s run at once, one on each of the 4 new pods
-#      (queued work follows the nodes that join); a task killed for memory with
+#      (queued work follows the nodes that join); objects made on worker pods are
+#      read after the pods were scaled down (moved first); 50 instant nested tasks
+#      start no more workers on a node than it has CPUs; a task killed for memory with
 #      memory_growth 4 ends on a node of the big_memory type, brought up for its retry;
 #      a pod whose Secret is missing shows CreateContainerConfigError in `orb status`
 #      and the autoscaler's log, and its task runs once the Secret is created;
@@ -150,6 +152,35 @@ bound = r["last_join_s"] + 1.5 * 3
 assert r["makespan_s"] <= bound, "makespan %.1f s > %.1f s" % (r["makespan_s"], bound)
 PYEOF
 wait_for 90 "idle worker pods to be deleted" workers_gone
+
+step "objects made on worker pods outlive the pods: scale-down moves them first"
+timeout 240 "$driver" --orb-address="$gcs" keep-objects 4 8 >"$work/keep.json" || fail "objects were lost when their nodes were scaled down"
+cat "$work/keep.json"
+grep "object(s) .* to other nodes before leaving" "$ORB_TEMP_DIR"/session_latest/logs/autoscaler.log ||
+  fail "the autoscaler's log does not say the objects moved"
+wait_for 90 "idle worker pods to be deleted" workers_gone
+
+step "50 instant nested tasks from one task: no node starts more workers for them than it has CPUs"
+timeout 180 "$driver" --orb-address="$gcs" nested 50 >"$work/nested.json" &
+nested_pid=$!
+nested_pods=0
+while kill -0 "$nested_pid" 2>/dev/null; do
+  n=$(count cpu_worker)
+  ((n > nested_pods)) && nested_pods=$n
+  sleep 0.3
+done
+wait "$nested_pid" || fail "the nested tasks failed"
+cat "$work/nested.json"
+echo "cpu_worker pods while they ran: $nested_pods at most"
+# The head has 1 CPU (lent by the waiting outer task), a worker pod 2: no node starts
+# more workers for them than it has CPUs.
+"$PY" - "$work/nested.json" "$nested_pods" <<'PYEOF' || fail "more workers than CPUs started for the nested tasks"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert all(p <= 2 for p in r["worker_pids_by_node"].values()), r
+if int(sys.argv[2]) == 0:
+    assert r["worker_pids"] <= 1, "the 1-CPU head ran them in %d worker processes" % r["worker_pids"]
+PYEOF
 
 step "a task killed for memory, with memory_growth 4: 256 MiB, 1 GiB, then 4 GiB on a big_memory node"
 timeout 240 "$driver" --orb-address="$gcs" memory-growth 1536 256 4 >"$work/growth.json" || fail "the growing task failed"

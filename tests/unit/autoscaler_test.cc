@@ -17,7 +17,7 @@ namespace {
 class FakeCluster : public ClusterStateSource {
  public:
   absl::StatusOr<ClusterState> Read() override { return state; }
-  absl::Status Drain(const ClusterNodeState& node, const std::string&) override {
+  absl::Status Drain(const ClusterNodeState& node, const std::string&, const std::vector<std::string>&) override {
     drained.push_back(node.provider_node_id);
     if (busy.count(node.provider_node_id)) return absl::FailedPreconditionError("1 leases are running");
     return absl::OkStatus();
