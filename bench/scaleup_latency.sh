@@ -2,8 +2,9 @@
 # Scale-up latency on the fake Kubernetes API (tests/k8s), whose kubelet runs each pod's
 # command as a local process: a head of 1 CPU, a cpu_worker type of 2 CPUs, and one task
 # of 2 CPUs that only a new node can run. Prints one JSON line per step, from the task's
-# submission to its start, cold (no worker node) and then with `warm_pool: 1` (an idle
-# node kept ready):
+# submission to its start, cold (no worker node), cold for a job that prestarts a worker
+# on each node (`--orb-prestart-workers=1`: the new node starts it as it joins), and then
+# with `warm_pool: 1` (an idle node kept ready):
 #   submitted -> launch decided  (the autoscaler's round that saw the demand; its log)
 #   -> pod created               (the pod's creationTimestamp: Kubernetes keeps seconds)
 #   -> pod running               (its container's startedAt: seconds)
@@ -66,12 +67,12 @@ no_worker_pods() { [[ $(alive_workers) == 0 ]]; }
 one_warm_node() { [[ $(alive_workers) -ge 1 ]]; }
 head_up() { [[ -f $ORB_TEMP_DIR/session_latest/logs/autoscaler.log ]] && "$BUILD/bin/orb" list nodes >/dev/null 2>&1; }
 
-# measure MODE: one task, then the breakdown as JSON lines.
+# measure MODE [DRIVER_FLAG]: one task, then the breakdown as JSON lines.
 measure() {
   local mode=$1 log="$ORB_TEMP_DIR/session_latest/logs/autoscaler.log"
   local before
   before=$(wc -l <"$log")
-  timeout 120 "$BUILD/tests/autoscale_driver" --orb-address="$gcs" tasks 1 0.2 2 >"$work/task.json" || fail "the task failed"
+  timeout 120 "$BUILD/tests/autoscale_driver" --orb-address="$gcs" ${2:-} tasks 1 0.2 2 >"$work/task.json" || fail "the task failed"
   tail -n +"$((before + 1))" "$log" >"$work/decisions.log"
   k get pods -o json >"$work/pods.json"
   "$BUILD/bin/orb" list nodes --format json >"$work/nodes.json"
@@ -130,6 +131,12 @@ wait_for 60 "the head" head_up
 for run in $(seq "$RUNS"); do
   wait_for 120 "worker nodes to go" no_worker_pods
   measure cold
+done
+# A job that prestarts a worker on each node: the new node starts it as it joins,
+# before the task's lease reaches it.
+for run in $(seq "$RUNS"); do
+  wait_for 120 "worker nodes to go" no_worker_pods
+  measure cold_prestarted --orb-prestart-workers=1
 done
 # The same cluster with a warm pool of one node: the autoscaler picks the change up
 # from the config file it was started with, so start again.

@@ -41,6 +41,11 @@ struct Config {
   // Directories or shared libraries holding ORB_REMOTE functions. Empty: workers run
   // this program's own executable in worker mode.
   std::vector<std::string> code_search_path;
+  // Workers each node starts for this job as soon as it learns of it (at Init, or when
+  // the node joins later, as an autoscaled one does), at most the node's CPUs, so that
+  // the first tasks there do not wait for a worker to start. Idle, they stop after the
+  // node's idle worker timeout like any other. 0: none (workers start on demand).
+  int prestart_workers = 0;
 
   // --- The embedded cluster only (ignored when connecting to a running one) ---
   // CPUs and GPUs to offer; a negative value means the machine's core count (for

@@ -59,14 +59,17 @@ def _worker_python_path():
 
 
 def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resources=None,
-         object_store_memory=None, local_mode=False, ignore_reinit_error=False, code_search_path=None):
+         object_store_memory=None, local_mode=False, ignore_reinit_error=False, code_search_path=None,
+         prestart_workers=0):
     """Connects this program to a cluster, or starts a local one for it.
 
     address: "HOST:PORT" of a running cluster's GCS, "auto" for the local one; None:
     $ORB_ADDRESS, else a cluster (a GCS and a raylet) started for this program and
     stopped at shutdown(). num_cpus, num_gpus, resources and object_store_memory size
     that local cluster. code_search_path: directories of C++ libraries with ORB_REMOTE
-    functions, for cross-language calls.
+    functions, for cross-language calls. prestart_workers: idle Python workers each node
+    starts for this job as soon as it learns of it (now, or when it joins later), at most
+    its CPUs, so that the first tasks there do not wait for an interpreter to start.
 
     The job's Python workers run this interpreter, with this program's module search
     path: functions and classes defined in its modules import there.
@@ -78,6 +81,8 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                            "(or pass ignore_reinit_error=True)")
     if resources is not None and not isinstance(resources, dict):
         raise TypeError("resources must be a dict of resource name to amount, not %s" % type(resources).__name__)
+    if isinstance(prestart_workers, bool) or not isinstance(prestart_workers, int) or prestart_workers < 0:
+        raise ValueError("prestart_workers must be an int >= 0, not %r" % (prestart_workers,))
     if local_mode:
         raise ValueError("local_mode is not supported by orb's Python API yet: use orb.init() (a local cluster)")
     _core.set_python_workers(sys.executable, _worker_python_path())
@@ -86,7 +91,8 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                num_gpus=-1.0 if num_gpus is None else float(num_gpus),
                resources={str(k): float(v) for k, v in (resources or {}).items()},
                object_store_memory=int(object_store_memory or 0), local_mode=False,
-               code_search_path=[os.path.abspath(p) for p in (code_search_path or [])])
+               code_search_path=[os.path.abspath(p) for p in (code_search_path or [])],
+               prestart_workers=prestart_workers)
 
 
 def shutdown():

@@ -73,7 +73,7 @@ PYBIND11_MODULE(_core, m) {
       "init",
       [](const std::string& address, const std::string& ns, double num_cpus, double num_gpus,
          const std::map<std::string, double>& resources, long long object_store_memory, bool local_mode,
-         const std::vector<std::string>& code_search_path) {
+         const std::vector<std::string>& code_search_path, int prestart_workers) {
         orb::Config config;
         config.address = address;
         config.ray_namespace = ns;
@@ -83,11 +83,13 @@ PYBIND11_MODULE(_core, m) {
         config.object_store_memory = object_store_memory;
         config.local_mode = local_mode;
         config.code_search_path = code_search_path;
+        config.prestart_workers = prestart_workers;
         py::gil_scoped_release release;
         orb::internal::Init(config, 0, nullptr);
       },
       py::arg("address"), py::arg("namespace"), py::arg("num_cpus"), py::arg("num_gpus"), py::arg("resources"),
-      py::arg("object_store_memory"), py::arg("local_mode"), py::arg("code_search_path"));
+      py::arg("object_store_memory"), py::arg("local_mode"), py::arg("code_search_path"),
+      py::arg("prestart_workers") = 0);
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     orb::internal::Shutdown();

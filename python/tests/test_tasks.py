@@ -1,5 +1,8 @@
 """Remote functions on Python workers: values, arguments, nested tasks, errors."""
+import json
 import os
+import subprocess
+import time
 import threading
 
 import numpy as np
@@ -198,5 +201,36 @@ def test_tasks_on_a_cli_cluster(cli_cluster):
             refs = [where.options(scheduling_strategy="SPREAD").remote() for _ in range(40)]
             assert len(set(orb.get(refs))) == 2
         assert orb.get(sum_of_squares.remote(5)) == 30
+    finally:
+        orb.shutdown()
+
+
+def _workers_of_job(address, job_id):
+    out = subprocess.run([os.path.join(os.environ.get("ORB_TEST_BIN_DIR", ""), "orb"), "list", "workers",
+                          "--format", "json", "--address", address],
+                         check=True, capture_output=True, text=True, timeout=30).stdout
+    return [w for w in json.loads(out) if w["job_id"] == job_id and not w["is_driver"]]
+
+
+def test_prestarted_workers_are_up_before_the_first_task_and_run_it(cli_cluster):
+    with pytest.raises(ValueError, match="prestart_workers"):
+        orb.init(address=cli_cluster, prestart_workers=-1)
+    orb.init(address=cli_cluster, prestart_workers=4)
+    try:
+        job = orb.get_runtime_context().get_job_id()
+        # Each node (1 CPU each) starts one Python worker for the job, unasked.
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            workers = _workers_of_job(cli_cluster, job)
+            if len(workers) == 2 and all(w["state"] == "IDLE" for w in workers):
+                break
+            time.sleep(0.2)
+        assert len(workers) == 2, workers
+        assert {w["language"] for w in workers} == {"PYTHON"}
+        assert len({w["node_id"] for w in workers}) == 2
+        # The first tasks run in them: no other worker starts.
+        pids = {orb.get(describe.options(scheduling_strategy="SPREAD").remote())["pid"] for _ in range(4)}
+        assert pids <= {w["pid"] for w in workers}
+        assert len(_workers_of_job(cli_cluster, job)) == 2
     finally:
         orb.shutdown()

@@ -110,6 +110,8 @@ absl::Status CoreWorker::Start() {
     for (const auto& p : options_.python_path) add.mutable_job()->add_python_path(p);
     add.mutable_job()->set_namespace_(options_.ray_namespace);
     add.mutable_job()->set_detached_actors_by_default(options_.detached_actors_by_default);
+    add.mutable_job()->set_prestart_workers(options_.prestart_workers);
+    add.mutable_job()->set_language(options_.python_executable.empty() ? rpc::CPP : rpc::PYTHON);
     options_.worker_id = WorkerID::FromRandom();
     add.mutable_job()->set_driver_worker_id(options_.worker_id.Binary());
     auto job = gcs_->CallSync<rpc::AddJobReply>(ORB_RPC(AddJob), add, retrying);

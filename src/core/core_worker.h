@@ -54,6 +54,7 @@ struct CoreWorkerOptions {
   std::string ray_namespace;
   // Driver only: the lifetime of actors that do not choose one.
   bool detached_actors_by_default = false;
+  int prestart_workers = 0;  // Config::prestart_workers
   // The runtime environment tasks and actors submitted here start from (canonical JSON;
   // see common/runtime_env_spec.h): the job's in a driver, its own in a worker.
   std::string runtime_env;

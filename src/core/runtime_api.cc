@@ -67,6 +67,8 @@ void ApplyFlags(Config* config, int argc, char** argv) {
       config->ray_namespace = value;
     } else if (name == "--orb-num-cpus") {
       config->num_cpus = std::atof(value.c_str());
+    } else if (name == "--orb-prestart-workers") {
+      config->prestart_workers = std::atoi(value.c_str());
     } else if (name == "--orb-default-actor-lifetime") {
       std::string lower = value;
       std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
@@ -82,7 +84,8 @@ void ApplyFlags(Config* config, int argc, char** argv) {
       while (std::getline(ss, dir, ':')) config->code_search_path.push_back(dir);
     } else {
       throw Error("unknown flag " + name +
-                  " (known: --orb-address, --orb-token, --orb-namespace, --orb-num-cpus, --orb-code-search-path, "
+                  " (known: --orb-address, --orb-token, --orb-namespace, --orb-num-cpus, --orb-prestart-workers, "
+                  "--orb-code-search-path, "
                   "--orb-runtime-env, --orb-default-actor-lifetime)");
     }
   }
@@ -161,6 +164,8 @@ void Init(const Config& base, int argc, char** argv) {
   options.python_path = g_python_path;
   options.ray_namespace = config.ray_namespace;
   options.detached_actors_by_default = config.default_actor_lifetime == ActorLifetime::DETACHED;
+  if (config.prestart_workers < 0) throw Error("Config::prestart_workers must be >= 0, not " + std::to_string(config.prestart_workers));
+  options.prestart_workers = config.prestart_workers;
   options.runtime_env = JobRuntimeEnv(config);
   if (config.local_mode) {
     g_runtime = std::make_unique<LocalModeRuntime>(config, options.runtime_env);

@@ -11,8 +11,12 @@ constexpr std::chrono::milliseconds kRetryDelay{1000};     // after a failed pol
 }  // namespace
 
 DeathWatcher::DeathWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop, OnJobFinished on_job_finished,
-                           OnWorkerDied on_worker_died)
-    : gcs_(gcs), loop_(loop), on_job_finished_(std::move(on_job_finished)), on_worker_died_(std::move(on_worker_died)) {}
+                           OnWorkerDied on_worker_died, OnJobRunning on_job_running)
+    : gcs_(gcs),
+      loop_(loop),
+      on_job_finished_(std::move(on_job_finished)),
+      on_worker_died_(std::move(on_worker_died)),
+      on_job_running_(std::move(on_job_running)) {}
 
 void DeathWatcher::Start() {
   loop_->Post([this] {
@@ -50,6 +54,7 @@ void DeathWatcher::OnPoll(const absl::Status& status, const rpc::PollReply& repl
   }
   for (const auto& message : reply.messages()) {
     if (message.has_job() && message.job().is_dead()) on_job_finished_(message.job());
+    if (message.has_job() && !message.job().is_dead() && on_job_running_) on_job_running_(message.job());
     if (message.has_worker_failure()) on_worker_died_(message.worker_failure());
     after_sequence_ = std::max(after_sequence_, message.sequence());
   }
@@ -65,6 +70,7 @@ void DeathWatcher::CatchUp() {
                                        if (stopped_) return;
                                        for (const auto& job : reply.jobs()) {
                                          if (job.is_dead()) on_job_finished_(job);
+                                         if (!job.is_dead() && on_job_running_) on_job_running_(job);
                                        }
                                      });
                                    });

@@ -6,6 +6,8 @@
 // - a dead worker's leases and queued lease requests: a task that submits tasks owns
 //   their leases, wherever they were granted, and when its process dies (killed, out of
 //   memory, an actor killed after it ran such a task) nobody would return them.
+// It also says when a job starts (or, at start and after a GCS restart, which jobs are
+// running), so that the node can prestart the job's workers.
 // After a GCS restart (its sequence numbers start over) it lists every job once to catch up.
 //
 // Callbacks run on the raylet's event loop. Start/Stop on any thread.
@@ -25,8 +27,9 @@ class DeathWatcher {
  public:
   using OnJobFinished = std::function<void(const rpc::JobInfo&)>;
   using OnWorkerDied = std::function<void(const rpc::ReportWorkerFailureRequest&)>;
+  using OnJobRunning = std::function<void(const rpc::JobInfo&)>;  // may be called again for one job
   DeathWatcher(RpcClient<rpc::GcsService>* gcs, EventLoop* loop, OnJobFinished on_job_finished,
-               OnWorkerDied on_worker_died);
+               OnWorkerDied on_worker_died, OnJobRunning on_job_running = nullptr);
   void Start();
   void Stop() { stopped_ = true; }
 
@@ -40,6 +43,7 @@ class DeathWatcher {
   EventLoop* loop_;
   OnJobFinished on_job_finished_;
   OnWorkerDied on_worker_died_;
+  OnJobRunning on_job_running_;
   int64_t after_sequence_ = 0;  // loop thread only
   std::atomic<bool> stopped_{false};
 };

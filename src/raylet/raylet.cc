@@ -237,13 +237,15 @@ absl::Status Raylet::Start() {
         WorkerID driver = WorkerID::FromBinary(job.driver_worker_id());
         if (!driver.IsNil()) object_store_.ForgetWorker(driver);
         owner_addresses_.erase(driver);
+        prestarted_jobs_.erase(JobID::FromBinary(job.job_id()));
       },
       [this](const rpc::ReportWorkerFailureRequest& death) {
         // This node's own deaths were handled when they were reaped.
         if (NodeID::FromBinary(death.node_id()) == node_id_) return;
         lease_granter_->ReclaimFromRequester(WorkerID::FromBinary(death.worker_id()),
                                              JobID::FromBinary(death.job_id()));
-      });
+      },
+      [this](const rpc::JobInfo& job) { PrestartWorkers(job); });
   death_watcher_->Start();
   loop_.RunEvery(std::chrono::milliseconds(50), [this] {
     worker_pool_->ReapDead();
@@ -464,6 +466,25 @@ void Raylet::Rejoin() {
           ::kill(::getpid(), SIGTERM);
         });
       });
+}
+
+void Raylet::PrestartWorkers(const rpc::JobInfo& job) {
+  JobID id = JobID::FromBinary(job.job_id());
+  if (job.prestart_workers() <= 0 || !prestarted_jobs_.insert(id).second) return;
+  int cpus = static_cast<int>(lease_granter_->total().Get("CPU"));
+  int n = std::min(job.prestart_workers(), cpus);
+  WorkerKind kind;
+  kind.language = job.language();
+  int started = 0;
+  for (int i = 0; i < n; ++i) {
+    absl::Status s = worker_pool_->StartWorker(job, kind);
+    if (!s.ok()) {
+      spdlog::warn("cannot prestart workers for job {}: {}", id.Hex(), s.ToString());
+      break;
+    }
+    started++;
+  }
+  if (started > 0) spdlog::info("prestarted {} worker(s) for job {} [job_id={}]", started, id.Hex(), id.Hex());
 }
 
 void Raylet::OnWorkerDeath(const WorkerProcess& worker) {

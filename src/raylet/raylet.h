@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -168,6 +169,8 @@ class Raylet {
   // Registers again after the GCS rejected our gossip as another cluster's.
   void Rejoin();
   void OnWorkerDeath(const WorkerProcess& worker);
+  // Starts the idle workers a running job asked every node for (once per job).
+  void PrestartWorkers(const rpc::JobInfo& job);
   // Asks `node`'s raylet to free its copies of `ids` (nothing when it is gone).
   void DeleteAt(const NodeID& node, const std::vector<ObjectID>& ids);
   std::string LogDir() const;  // <session>/logs; empty without a session
@@ -228,6 +231,7 @@ class Raylet {
   ClientPool<rpc::CoreWorkerService> owner_clients_;  // owners told where their objects moved
   // The RPC address of each owner of primaries here ("ip:port"), from CreateObject.
   std::unordered_map<WorkerID, std::string> owner_addresses_;
+  std::unordered_set<JobID> prestarted_jobs_;  // running jobs whose workers were prestarted here
   // Pins an adopted object while it is made primary.
   const WorkerID adopt_reader_ = WorkerID::FromRandom();
   std::unordered_map<WorkerID, LogCursor> log_cursors_;  // workers whose output goes to their drivers  // object stream address -> node, for transfers
