@@ -69,9 +69,13 @@ struct LogsOptions {
   std::string worker, actor, task;  // the log of the process that is (or ran) this
   bool follow = false;
   int tail = 1000;  // lines printed before following
+  std::string pod;             // a node's pod (name, or the node's ID): its container log
+  std::string cluster_config;  // the cluster YAML, for --pod
 };
 // `orb logs` (logs.cc).
 int Logs(const LogsOptions& options);
+// `orb logs --pod`: a pod's container log, then its node's orb logs (pod_logs.cc).
+int PodLogs(const LogsOptions& options);
 // Every object of the cluster as state rows (objects.cc).
 absl::StatusOr<std::vector<nlohmann::json>> ObjectRows(const std::string& address);
 // `orb memory`: each node's store, then the objects by owner (objects.cc).

@@ -97,12 +97,17 @@ int main(int argc, char** argv) {
   auto* by_worker = logs_cmd->add_option("--worker", logs.worker, "the log of this worker (ID or its start)");
   auto* by_actor = logs_cmd->add_option("--actor", logs.actor, "the log of the worker running this actor");
   auto* by_task = logs_cmd->add_option("--task", logs.task, "the log of the worker that ran this task");
-  by_worker->excludes(by_actor)->excludes(by_task);
-  by_actor->excludes(by_task);
+  auto* by_pod = logs_cmd->add_option("--pod", logs.pod,
+                                      "the Kubernetes container log of this pod (its name, or its node's ID), "
+                                      "then its node's orb log files; needs --config");
+  logs_cmd->add_option("--config", logs.cluster_config, "the cluster YAML `orb up` used (for --pod)");
+  by_worker->excludes(by_actor)->excludes(by_task)->excludes(by_pod);
+  by_actor->excludes(by_task)->excludes(by_pod);
+  by_task->excludes(by_pod);
   logs_cmd->add_flag("-f,--follow", logs.follow, "keep printing what is written");
   logs_cmd->add_option("--tail", logs.tail, "lines printed first (default 1000)")->check(CLI::PositiveNumber);
   logs_cmd->add_option("--address", logs.address, "GCS address (default: the local cluster)");
-  logs_cmd->callback([&] { std::exit(orb::cli::Logs(logs)); });
+  logs_cmd->callback([&] { std::exit(logs.pod.empty() ? orb::cli::Logs(logs) : orb::cli::PodLogs(logs)); });
 
   std::string memory_address, memory_format = "table";
   auto* memory_cmd = app.add_subcommand("memory", "show each node's object store and the objects, by owner");

@@ -156,7 +156,7 @@ class HttplibTransport : public HttpTransport {
     req.method = request.method;
     req.path = request.path;
     req.body = request.body;
-    req.headers.emplace("Accept", "application/json");
+    req.headers.emplace("Accept", "application/json, */*");  // a pod log is text
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
       req.headers.emplace("Content-Type", request.content_type);
     }

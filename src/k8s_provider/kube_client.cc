@@ -84,6 +84,22 @@ std::chrono::milliseconds KubeClient::Backoff(int attempt) {
 }
 
 absl::StatusOr<nlohmann::json> KubeClient::Call(const HttpRequest& request, bool retry_ambiguous) {
+  auto body = Send(request, retry_ambiguous);
+  if (!body.ok()) return body.status();
+  if (body->empty()) return nlohmann::json::object();
+  auto json = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return absl::InternalError(request.method + " " + request.path.substr(0, request.path.find('?')) +
+                               ": the API server's reply is not JSON");
+  }
+  return json;
+}
+
+absl::StatusOr<std::string> KubeClient::GetText(const std::string& path) {
+  return Send(HttpRequest{"GET", path, "", "application/json"}, /*retry_ambiguous=*/true);
+}
+
+absl::StatusOr<std::string> KubeClient::Send(const HttpRequest& request, bool retry_ambiguous) {
   const std::string what = request.method + " " + request.path.substr(0, request.path.find('?'));
   absl::Status last;
   for (int attempt = 0; attempt < policy_.max_attempts; ++attempt) {
@@ -95,12 +111,7 @@ absl::StatusOr<nlohmann::json> KubeClient::Call(const HttpRequest& request, bool
       spdlog::debug("{} failed ({}), retrying", what, last.ToString());
       continue;
     }
-    if (reply->status >= 200 && reply->status < 300) {
-      if (reply->body.empty()) return nlohmann::json::object();
-      auto json = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
-      if (json.is_discarded()) return absl::InternalError(what + ": the API server's reply is not JSON");
-      return json;
-    }
+    if (reply->status >= 200 && reply->status < 300) return std::move(reply->body);
     last = ErrorFromReply(what, reply->status, reply->body);
     if (!Retriable(reply->status) || (!retry_ambiguous && !SurelyNotDone(reply->status))) return last;
     if (reply->status == 429 && reply->headers.count("retry-after")) {

@@ -53,6 +53,8 @@ class KubeClient {
   KubeClient(std::unique_ptr<HttpTransport> transport, KubeRetryPolicy policy, Sleeper sleep = nullptr);
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path);
+  // GET of a text resource (a pod's log), retried as Get.
+  absl::StatusOr<std::string> GetText(const std::string& path);
   absl::StatusOr<nlohmann::json> Create(const std::string& path, const nlohmann::json& object);
   // DELETE with DeleteOptions; a 404 is success (already gone).
   absl::Status Delete(const std::string& path, const nlohmann::json& options = nlohmann::json::object());
@@ -69,6 +71,8 @@ class KubeClient {
 
  private:
   absl::StatusOr<nlohmann::json> Call(const HttpRequest& request, bool retry_ambiguous);
+  // The body of a 2xx reply, with the retries described above.
+  absl::StatusOr<std::string> Send(const HttpRequest& request, bool retry_ambiguous);
   std::chrono::milliseconds Backoff(int attempt);
 
   std::unique_ptr<HttpTransport> transport_;

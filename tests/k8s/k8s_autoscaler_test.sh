@@ -12,6 +12,7 @@
 #      a pod whose Secret is missing shows CreateContainerConfigError in `orb status`
 #      and the autoscaler's log, and its task runs once the Secret is created;
 #   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
+#      `orb logs --pod` prints a pod's container log and its node's orb log files;
 #   3. an actor needing GPU 1 brings up a node of the GPU type, and so does a CPU task
 #      whose label selector only that type's labels match;
 #   4. with faults (every third create's reply lost after the pod was made, 500s on
@@ -198,6 +199,17 @@ step "a STRICT_SPREAD group of 3 bundles on a one-node cluster"
 timeout 180 "$driver" --orb-address="$gcs" strict-spread 3 || fail "the STRICT_SPREAD group"
 k get pods -L orb.io/node-type
 [[ $(count cpu_worker) == 2 ]] || fail "want exactly 2 new nodes for the group, have $(count cpu_worker)"
+# A pod's container log beside its node's orb logs, by pod name and by node ID.
+pod=$(k get pods -l orb.io/node-type=cpu_worker -o jsonpath='{.items[0].metadata.name}')
+"$BUILD/bin/orb" logs --pod "$pod" --config "$work/cluster.yaml" --tail 50 >"$work/podlog.txt" || fail "orb logs --pod $pod"
+head -5 "$work/podlog.txt"
+grep -q "==> pod $pod: its container's log" "$work/podlog.txt" || fail "no container log for $pod"
+[[ $(sed -n '2p' "$work/podlog.txt") != "" ]] || fail "the container log of $pod is empty"
+grep -q "orb's log files" "$work/podlog.txt" && grep -q "raylet" "$work/podlog.txt" || fail "no orb logs beside the pod's"
+node=$("$BUILD/bin/orb" list nodes --format json | "$PY" -c 'import json,sys; print([n["node_id"] for n in json.load(sys.stdin) if sys.argv[1] in str(n["labels"])][0])' "$pod")
+"$BUILD/bin/orb" logs --pod "${node:0:10}" --config "$work/cluster.yaml" | grep -q "==> pod $pod:" || fail "orb logs --pod NODE_ID"
+! "$BUILD/bin/orb" logs --pod no-such-pod --config "$work/cluster.yaml" 2>"$work/nopod.txt" || fail "a missing pod is not an error"
+grep -q "no-such-pod" "$work/nopod.txt" || fail "the error does not name the pod"
 
 step "an actor needing GPU 1 (the head has none)"
 timeout 180 "$driver" --orb-address="$gcs" gpu-actor || fail "the GPU actor"
