@@ -9,11 +9,13 @@
 
 #include "common/client_pool.h"
 #include "common/id.h"
+#include "common/node_types.h"
 #include "common/rpc.h"
 #include "common/state_client.h"
 #include "common/state_rows.h"
 #include "common/unix_time.h"
 #include "dashboard/dashboard_assets.h"
+#include "gcs_service.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"
 
 namespace orb {
@@ -43,7 +45,8 @@ std::string Param(const HttpRequest& req, const std::string& name, const std::st
 
 class Api {
  public:
-  explicit Api(DashboardOptions options) : options_(std::move(options)), raylets_(options_.token) {}
+  explicit Api(DashboardOptions options)
+      : options_(std::move(options)), raylets_(options_.token), gcs_(options_.gcs_address, options_.token) {}
 
   HttpResponse Serve(const HttpRequest& req) {
     if (!Authorized(req)) {
@@ -54,6 +57,7 @@ class Api {
     if (path == "summary") return Summary();
     if (path.rfind("logs/", 0) == 0) return LogFiles(path.substr(5));
     if (path == "log") return ReadLog(req);
+    if (path == "autoscaler") return Autoscaler();
     return Error(404, "no such API: /api/" + path);
   }
 
@@ -136,6 +140,25 @@ class Api {
                  {"size", reply->size()}});
   }
 
+  // The autoscaler's view as it last published it (nodes, pending launches, what cannot
+  // be placed, its decisions with their reasons) and the node types it may launch;
+  // null for what is not there (no autoscaler runs).
+  HttpResponse Autoscaler() {
+    nlohmann::json out = {{"status", nullptr}, {"node_types", nullptr}};
+    for (const auto& [field, key] : std::map<std::string, std::string>{{"status", kAutoscalerStatusKvKey},
+                                                                        {"node_types", kNodeTypesKvKey}}) {
+      rpc::KvGetRequest get;
+      get.set_namespace_(kNodeTypesKvNamespace);
+      get.set_key(key);
+      auto reply = gcs_.CallSync<rpc::KvGetReply>(ORB_RPC(KvGet), get, Quick());
+      if (!reply.ok()) return Error(503, std::string(reply.status().message()));
+      if (!reply->found()) continue;
+      auto json = nlohmann::json::parse(reply->value(), nullptr, /*allow_exceptions=*/false);
+      if (!json.is_discarded()) out[field] = std::move(json);
+    }
+    return Json(out);
+  }
+
   static CallOptions Quick() {
     CallOptions call;
     call.timeout = std::chrono::milliseconds(5000);
@@ -144,6 +167,7 @@ class Api {
 
   DashboardOptions options_;
   ClientPool<rpc::RayletService> raylets_;
+  RpcClient<rpc::GcsService> gcs_;
 };
 
 }  // namespace

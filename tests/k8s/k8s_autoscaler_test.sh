@@ -10,7 +10,8 @@
 #      start no more workers on a node than it has CPUs; a task killed for memory with
 #      memory_growth 4 ends on a node of the big_memory type, brought up for its retry;
 #      a pod whose Secret is missing shows CreateContainerConfigError in `orb status`
-#      and the autoscaler's log, and its task runs once the Secret is created;
+#      the autoscaler's log and the dashboard's autoscaler view, and its task runs once
+#      the Secret is created;
 #   2. a STRICT_SPREAD group of 3 bundles on the one-node cluster brings up 2 nodes;
 #      `orb logs --pod` prints a pod's container log and its node's orb log files;
 #   3. an actor needing GPU 1 brings up a node of the GPU type, and so does a CPU task
@@ -231,6 +232,23 @@ wait_for 60 "orb status to show the pod's CreateContainerConfigError" status_say
 "$BUILD/bin/orb" status | grep -A3 "needs_secret" | head -8
 grep -q "is pending: CreateContainerConfigError" "$ORB_TEMP_DIR"/session_latest/logs/autoscaler.log ||
   fail "the autoscaler's log does not say why the pod is pending"
+# The dashboard's autoscaler view says the same; its address is in the head pod's output.
+head_pod=$(k get pods -l orb.io/node-type=head -o jsonpath='{.items[0].metadata.name}')
+dashboard=$("$BUILD/bin/orb" logs --pod "$head_pod" --config "$work/cluster.yaml" | sed -n 's/^ *dashboard: *//p' | head -1)
+[[ $dashboard == http://*"?token="* ]] || fail "the head pod's output names no dashboard"
+curl -sf "${dashboard/\?token=/api/autoscaler?token=}" >"$work/dash-autoscaler.json" || fail "GET /api/autoscaler"
+"$PY" - "$work/dash-autoscaler.json" <<'PYEOF' || fail "the dashboard's autoscaler API lacks the pending pod or the node types"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert set(d["node_types"]) >= {"cpu_worker", "big_memory", "needs_secret"}, d["node_types"]
+pending = [n for n in d["status"]["nodes"] if n["type"] == "needs_secret"]
+assert pending and "CreateContainerConfigError" in pending[0].get("reason", ""), pending
+assert any("launch 1 x needs_secret" in x["what"] for x in d["status"]["decisions"]), d["status"]["decisions"]
+PYEOF
+timeout 60 chromium --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir="$work/chromium" \
+  --virtual-time-budget=8000 --dump-dom "$dashboard#/autoscaler" 2>/dev/null >"$work/dash-autoscaler.html" || true
+grep -q "CreateContainerConfigError" "$work/dash-autoscaler.html" && grep -q "Decisions, newest first" "$work/dash-autoscaler.html" ||
+  fail "the dashboard's autoscaler page does not show the pending pod"
 k create secret generic model-key --from-literal=key=s3cret >/dev/null
 wait "$secret_driver" || fail "the task for the secret-needing node failed"
 cat "$work/secret.json"

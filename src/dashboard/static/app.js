@@ -149,6 +149,35 @@ const pages = {
       ["namespace", r => esc(r.namespace)], ["started", r => esc(new Date(r.start_time_ms).toLocaleString())],
     ], rows, "no jobs");
   },
+  async autoscaler() {
+    const { status, node_types: types } = await api("autoscaler");
+    if (!status && !types) return "<h2>Autoscaler</h2><p class='muted'>No autoscaler runs on this cluster.</p>";
+    const nodes = (status && status.nodes || []).filter(n => n.type);
+    const pending = status && status.pending_launches || {};
+    const count = (type, st) => nodes.filter(n => n.type === type && n.state === st).length;
+    const typeRows = Object.entries(types || {}).map(([name, t]) => ({ name, ...t }));
+    let html = `<h2>Autoscaler <span class="muted">${esc(status && status.cluster_name)}</span></h2>`;
+    if (status && status.error) html += `<p class="error">${esc(status.error)}</p>`;
+    html += "<h3>Node types</h3>" + table([
+      ["type", r => esc(r.name), true], ["resources", r => resources(r.resources)],
+      ["min / max", r => esc((r.min_workers || 0) + " / " + (r.max_workers || 0))], ["warm pool", r => esc(r.warm_pool || 0)],
+      ["running", r => esc(count(r.name, "running"))], ["idle", r => esc(count(r.name, "idle"))],
+      ["launching", r => esc(count(r.name, "launching") + (pending[r.name] ? ` (${pending[r.name]} pending)` : ""))],
+    ], typeRows, "no node types");
+    html += "<h3>Nodes it launched</h3>" + table([
+      ["node (pod)", r => esc(r.id), true], ["type", r => esc(r.type)], ["state", r => state(r.state)],
+      ["why", r => r.state === "idle" ? esc("idle for " + r.idle_s + " s")
+        : r.state === "launching" ? esc((r.provider_state || "pending") + (r.reason ? ": " + r.reason : "")) : ""],
+      ["resources (free / total)", r => esc((r.available || "") + " / " + (r.resources || ""))],
+    ], nodes, "none now");
+    const infeasible = status && status.infeasible || [];
+    if (infeasible.length) html += "<h3>Cannot be placed</h3><ul>" + infeasible.map(l => `<li>${esc(l)}</li>`).join("") + "</ul>";
+    const decisions = (status && status.decisions || []).slice().reverse();
+    html += "<h3>Decisions, newest first</h3>" + table([
+      ["when", r => esc(r.ago_s + " s ago")], ["decision", r => esc(r.what)],
+    ], decisions, "none yet");
+    return html;
+  },
   async workers() {
     const { rows } = await api("list/workers");
     return "<h2>Workers</h2>" + table([
