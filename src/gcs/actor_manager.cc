@@ -385,6 +385,40 @@ void ActorManager::HandleKillActor(const rpc::KillActorRequest& req, rpc::KillAc
   send(ToGrpc(persisted));
 }
 
+void ActorManager::HandleRelocateActors(const rpc::RelocateActorsRequest& req, rpc::RelocateActorsReply* reply,
+                                        SendReply send) {
+  std::vector<rpc::ActorInfo*> moving;
+  for (const auto& worker : req.worker_ids()) {
+    auto it = by_worker_.find(worker);
+    rpc::ActorInfo* actor = it == by_worker_.end() ? nullptr : Find(it->second);
+    if (!actor) {
+      reply->add_refused("worker " + WorkerID::FromBinary(worker).Hex() + " hosts no actor this GCS knows (yet)");
+    } else if (actor->state() != rpc::ActorInfo::ALIVE) {
+      reply->add_refused("actor " + Short(actor->actor_id()) + " (" + actor->class_name() + ") is " +
+                         rpc::ActorInfo::State_Name(actor->state()));
+    } else if (actor->max_restarts() == 0) {
+      reply->add_refused("actor " + Short(actor->actor_id()) + " (" + actor->class_name() +
+                         ") has max_restarts=0: restarting it elsewhere would lose its state");
+    } else {
+      moving.push_back(actor);
+    }
+  }
+  if (reply->refused_size() > 0) return send(grpc::Status::OK);
+  absl::Status persisted;
+  for (rpc::ActorInfo* actor : moving) {
+    // Not a failure: its restarts are not spent.
+    ReleaseWorker(*actor);
+    actor->set_state(rpc::ActorInfo::RESTARTING);
+    spdlog::info("actor {} ({}) restarts on another node: its node {} is leaving ({}) {}", Short(actor->actor_id()),
+                 actor->class_name(), NodeID::FromBinary(req.node_id()).Hex(), req.reason(), Fields(*actor));
+    absl::Status changed = Changed(*actor);
+    if (!changed.ok()) persisted = changed;
+    Schedule(actor->actor_id());
+  }
+  reply->set_relocated(static_cast<int>(moving.size()));
+  send(ToGrpc(persisted));
+}
+
 void ActorManager::HandleListActors(const rpc::ListActorsRequest&, rpc::ListActorsReply* reply, SendReply send) {
   for (const auto& [id, actor] : actors_) {
     rpc::ActorInfo* out = reply->add_actors();

@@ -68,6 +68,8 @@ class ActorManager {
   void HandleGetActorInfo(const rpc::GetActorInfoRequest& req, rpc::GetActorInfoReply* reply, SendReply send);
   void HandleGetNamedActor(const rpc::GetNamedActorRequest& req, rpc::GetNamedActorReply* reply, SendReply send);
   void HandleKillActor(const rpc::KillActorRequest& req, rpc::KillActorReply* reply, SendReply send);
+  // A drained node's actors restart elsewhere, not counted as failures (all or none).
+  void HandleRelocateActors(const rpc::RelocateActorsRequest& req, rpc::RelocateActorsReply* reply, SendReply send);
   void HandleListActors(const rpc::ListActorsRequest& req, rpc::ListActorsReply* reply, SendReply send);
   void HandleReportWorkerFailure(const rpc::ReportWorkerFailureRequest& req, rpc::ReportWorkerFailureReply* reply,
                                  SendReply send);

@@ -22,6 +22,7 @@ class GcsGrpcService : public RpcService {
   ORB_SERVICE_METHOD_ON(GetActorInfo, handler_->actors())
   ORB_SERVICE_METHOD_ON(GetNamedActor, handler_->actors())
   ORB_SERVICE_METHOD_ON(KillActor, handler_->actors())
+  ORB_SERVICE_METHOD_ON(RelocateActors, handler_->actors())
   ORB_SERVICE_METHOD_ON(ListActors, handler_->actors())
   ORB_SERVICE_METHOD_ON(CreatePlacementGroup, handler_->placement_groups())
   ORB_SERVICE_METHOD_ON(RemovePlacementGroup, handler_->placement_groups())

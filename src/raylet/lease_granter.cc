@@ -168,6 +168,7 @@ const ClusterView& LeaseGranter::CurrentView() {
   local.available = draining_ ? ResourceSet() : available_;
   local.available.Subtract(queued_resources_);
   local.labels = options_.labels;
+  local.draining = draining_;
   view_.Upsert(std::move(local));
   return view_;
 }
@@ -589,12 +590,30 @@ void LeaseGranter::ReclaimFromRequester(const WorkerID& requester, const JobID& 
 }
 
 absl::Status LeaseGranter::Drain() {
-  if (!leases_.empty()) return absl::FailedPreconditionError(std::to_string(leases_.size()) + " leases are running");
+  // Actors' leases (held by the GCS) do not keep the node: they can restart elsewhere.
+  size_t tasks = 0;
+  ResourceSet free = available_;
+  for (const auto& [id, lease] : leases_) {
+    if (lease.requester.IsNil()) {
+      free.Add(HeldBy(lease));
+    } else {
+      tasks++;
+    }
+  }
+  if (tasks > 0) return absl::FailedPreconditionError(std::to_string(tasks) + " leases are running");
   if (!queue_.empty()) return absl::FailedPreconditionError(std::to_string(queue_.size()) + " lease requests are queued");
-  if (!(available_ == total_)) return absl::FailedPreconditionError("placement group bundles hold resources");
+  if (!(free == total_)) return absl::FailedPreconditionError("placement group bundles hold resources");
   if (!draining_) spdlog::info("draining: this node takes no new leases");
   draining_ = true;
   return absl::OkStatus();
+}
+
+std::vector<WorkerID> LeaseGranter::ActorWorkers() const {
+  std::vector<WorkerID> out;
+  for (const auto& [id, lease] : leases_) {
+    if (lease.requester.IsNil()) out.push_back(lease.worker);
+  }
+  return out;
 }
 
 void LeaseGranter::Undrain() {

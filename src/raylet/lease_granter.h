@@ -134,12 +134,14 @@ class LeaseGranter {
   // Every node of the cluster view (this one included).
   const std::vector<NodeView>& Nodes() { return CurrentView().nodes(); }
   const ResourceSet& available() const { return available_; }
-  // Stops taking leases if the node is idle (no lease, nothing queued, every resource
-  // free); from then on the node offers nothing to the scheduler. Returns whether it
-  // drained, or why not.
+  // Stops taking leases if the node is idle (no task's lease, nothing queued, every
+  // resource free but what actors hold: they can restart elsewhere); from then on the
+  // node offers nothing to the scheduler. Returns whether it drained, or why not.
   absl::Status Drain();
   // Takes leases again (a drain that could not finish: the node stays).
   void Undrain();
+  // The workers of the leases the GCS holds for actors.
+  std::vector<WorkerID> ActorWorkers() const;
   bool draining() const { return draining_; }
   // Queued requests grouped by shape, for status and autoscaling.
   std::vector<rpc::ResourceDemand> PendingDemand() const;

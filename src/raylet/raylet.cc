@@ -402,6 +402,7 @@ void Raylet::PublishLocalState() {
   for (const auto& [k, v] : options_.labels) (*state.mutable_labels())[k] = v;
   for (auto& d : lease_granter_->PendingDemand()) *state.add_pending_demand() = std::move(d);
   state.set_object_store_used_bytes(static_cast<int64_t>(object_store_.used()));
+  state.set_draining(lease_granter_->draining());
   std::string bytes;
   google::protobuf::io::StringOutputStream stream(&bytes);
   google::protobuf::io::CodedOutputStream coded(&stream);
@@ -430,6 +431,7 @@ void Raylet::UpdateClusterView() {
     v.labels.insert(slot->payload->labels().begin(), slot->payload->labels().end());
     // A suspected node takes no new work until it refutes the suspicion.
     v.alive = gossip::KeyState(slot->key) == gossip::MemberState::kAlive;
+    v.draining = slot->payload->draining();
     // Pulls from a node declared dead end now, not when their sockets time out.
     if (gossip::KeyState(slot->key) == gossip::MemberState::kDead && !v.object_manager_address.empty()) {
       object_puller_->SourceDead(v.object_manager_address, "node " + v.id.Hex() + " was declared dead");

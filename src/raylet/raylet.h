@@ -191,6 +191,12 @@ class Raylet {
   void ReportTransfers();
   // Wires the evacuator that moves primaries away when the node is drained.
   void MakeEvacuator();
+  // Drain steps: once the actors' leases are back (or `deadline`: `refuse`), the objects
+  // move (EvacuateObjects), then the DrainNode reply goes.
+  void AfterActorsLeft(std::chrono::steady_clock::time_point deadline, const rpc::DrainNodeRequest& req,
+                       rpc::DrainNodeReply* reply, SendReply send, std::function<void(std::string)> refuse);
+  void EvacuateObjects(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send);
+  static constexpr std::chrono::seconds kActorsLeaveTimeout{30};
   // How long another node may take to adopt one object (pull it) when this one leaves.
   static constexpr std::chrono::seconds kAdoptTimeout{60};
   // Tells the node holding the primary of `id` that this node has a copy.

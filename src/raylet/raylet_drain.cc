@@ -23,6 +23,51 @@ void Raylet::HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeRep
     reply->set_rejection(std::string(drained.message()));
     return send(grpc::Status::OK);
   }
+  auto refuse = [this, reply, send](const std::string& why) {
+    lease_granter_->Undrain();
+    reply->set_accepted(false);
+    reply->set_rejection(why);
+    spdlog::warn("drain refused: {}", why);
+    send(grpc::Status::OK);
+  };
+  std::vector<WorkerID> actors = lease_granter_->ActorWorkers();
+  if (actors.empty()) return EvacuateObjects(req, reply, send);
+  // Its actors restart elsewhere first (by intent: their restarts are not spent).
+  rpc::RelocateActorsRequest relocate;
+  relocate.set_node_id(node_id_.Binary());
+  relocate.set_reason(req.reason());
+  for (const auto& w : actors) relocate.add_worker_ids(w.Binary());
+  CallOptions call;
+  call.timeout = std::chrono::seconds(10);
+  gcs_->Call<rpc::RelocateActorsReply>(
+      ORB_RPC(RelocateActors), relocate,
+      [this, req, reply, send, refuse](const absl::Status& status, rpc::RelocateActorsReply&& answer) {
+        loop_.Post([this, req, reply, send, refuse, status, answer = std::move(answer)] {
+          if (!status.ok()) return refuse("the GCS could not move its actors: " + status.ToString());
+          if (answer.refused_size() > 0) {
+            return refuse(std::to_string(answer.refused_size()) + " actor(s) cannot move: " + answer.refused(0));
+          }
+          spdlog::info("draining ({}): {} actor(s) restart on other nodes", req.reason(), answer.relocated());
+          AfterActorsLeft(std::chrono::steady_clock::now() + kActorsLeaveTimeout, req, reply, send, refuse);
+        });
+      },
+      call);
+}
+
+void Raylet::AfterActorsLeft(std::chrono::steady_clock::time_point deadline, const rpc::DrainNodeRequest& req,
+                             rpc::DrainNodeReply* reply, SendReply send, std::function<void(std::string)> refuse) {
+  // The GCS gives their leases back (their workers are stopped): then the objects move.
+  if (lease_granter_->num_leases() == 0) return EvacuateObjects(req, reply, send);
+  if (std::chrono::steady_clock::now() >= deadline) {
+    return refuse(std::to_string(lease_granter_->num_leases()) + " actor lease(s) were not given back within " +
+                  std::to_string(kActorsLeaveTimeout.count()) + " s");
+  }
+  loop_.RunAfter(std::chrono::milliseconds(50), [this, deadline, req, reply, send, refuse] {
+    AfterActorsLeft(deadline, req, reply, send, refuse);
+  });
+}
+
+void Raylet::EvacuateObjects(const rpc::DrainNodeRequest& req, rpc::DrainNodeReply* reply, SendReply send) {
   std::vector<EvacuatedObject> objects;
   for (auto& p : object_store_.Primaries()) {
     EvacuatedObject o;
@@ -62,8 +107,8 @@ void Raylet::HandleDrainNode(const rpc::DrainNodeRequest& req, rpc::DrainNodeRep
                            return send(grpc::Status::OK);
                          }
                          reply->set_accepted(true);
-                         spdlog::info("drained for the autoscaler ({}): {} object(s), {} bytes moved, {} let go",
-                                      reason, result.moved, result.bytes_moved, result.dropped);
+                         spdlog::info("drained ({}): {} object(s), {} bytes moved, {} let go", reason, result.moved,
+                                      result.bytes_moved, result.dropped);
                          send(grpc::Status::OK);
                        });
 }

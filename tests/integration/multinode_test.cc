@@ -614,3 +614,76 @@ TEST_CASE("a drained node hands its objects to other nodes: none is lost when it
   CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(0).Get(30000) ==
         c.second_);
 }
+
+namespace {
+// An actor that says where it runs.
+class Locator {
+ public:
+  static Locator* Create() { return new Locator(); }
+  std::string Node() { return orb::GetRuntimeContext().GetNodeId(); }
+};
+ORB_REMOTE(Locator::Create, &Locator::Node);
+
+int NumRestarts(TwoNodeCluster& c, const std::string& actor_id) {
+  auto actors = nlohmann::json::parse(Run(c.orb_ + " list actors --format json --address " + c.address_));
+  for (const auto& a : actors) {
+    if (a["actor_id"] == actor_id) return a["num_restarts"].get<int>();
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a drained node's actors restart elsewhere by intent; one that may not restart keeps its node",
+          "[multinode][actors]") {
+  auto& c = Cluster();
+  ExtraNode leaving = StartExtraNode(c, "drain-actors");
+  auto mover = orb::Actor(Locator::Create)
+                   .SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{leaving.id, /*soft=*/true})
+                   .SetResource("CPU", 0)
+                   .SetMaxRestarts(1)
+                   .Remote();
+  REQUIRE(*mover.Task(&Locator::Node).Remote().Get(30000) == leaving.id);
+  std::string drained;
+  REQUIRE(orb::testing::WaitFor(
+      [&] {
+        drained = RunAnyway(c.orb_ + " drain-node " + leaving.id + " --address " + c.address_ + " 2>&1");
+        return drained.find("is drained") != std::string::npos;
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(300)));
+  // It runs on another node now, and the move did not spend its one restart.
+  std::string now;
+  REQUIRE(orb::testing::WaitFor(
+      [&] {
+        try {
+          now = *mover.Task(&Locator::Node).Remote().Get(10000);
+        } catch (const orb::Error&) {
+          now.clear();
+        }
+        return !now.empty() && now != leaving.id;
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(200)));
+  CHECK(NumRestarts(c, mover.ID()) == 0);
+  REQUIRE(::kill(leaving.pid, SIGKILL) == 0);
+  CHECK(*mover.Task(&Locator::Node).Remote().Get(30000) == now);
+
+  // max_restarts=0: its state cannot be rebuilt, so the node it is on refuses to leave.
+  auto pinned = orb::Actor(Locator::Create)
+                    .SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_})
+                    .SetResource("CPU", 0)
+                    .Remote();
+  REQUIRE(*pinned.Task(&Locator::Node).Remote().Get(30000) == c.second_);
+  std::string refused;
+  REQUIRE(orb::testing::WaitFor(
+      [&] {
+        refused = RunAnyway(c.orb_ + " drain-node " + c.second_ + " --address " + c.address_ + " 2>&1");
+        return refused.find("leases are running") == std::string::npos;  // the driver's idle leases went back
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(300)));
+  INFO(refused);
+  CHECK(refused.find(" actor(s) cannot move: ") != std::string::npos);  // earlier cases may have left actors there
+  CHECK(refused.find("max_restarts=0") != std::string::npos);
+  CHECK(*pinned.Task(&Locator::Node).Remote().Get(30000) == c.second_);
+  CHECK(*orb::Task(WhereAmI).SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{c.second_}).Remote(0).Get(30000) ==
+        c.second_);
+  pinned.Kill();
+}

@@ -230,3 +230,28 @@ TEST_CASE("spread waits at each feasible node in turn when none has room", "[sch
   CHECK(waits.size() == 3);  // the 1-CPU node cannot run it
   for (const auto& [id, n] : waits) CHECK(n == 10);
 }
+
+TEST_CASE("a draining node gets no new work, even work that asks for nothing or prefers it", "[scheduling]") {
+  Scheduler scheduler;
+  NodeView leaving = MakeNode(8, 8);
+  leaving.draining = true;
+  NodeView staying = MakeNode(2, 1);
+  ClusterView view(NodeID::Nil(), {leaving, staying});
+  for (double cpus : {0.0, 1.0}) {
+    auto d = scheduler.Schedule(Cpu(cpus), view);
+    REQUIRE(d.kind == SchedulingDecision::Kind::kNode);
+    CHECK(d.node->id == staying.id);
+  }
+  SchedulingRequest prefers = Cpu(0);
+  prefers.strategy = SchedulingStrategy::kNodeAffinity;
+  prefers.affinity_node = leaving.id;
+  prefers.affinity_soft = true;
+  auto soft = scheduler.Schedule(prefers, view);
+  REQUIRE(soft.kind == SchedulingDecision::Kind::kNode);
+  CHECK(soft.node->id == staying.id);
+  // Hard affinity waits: the node may take work again if its drain is refused.
+  prefers.affinity_soft = false;
+  CHECK(scheduler.Schedule(prefers, view).kind == SchedulingDecision::Kind::kWait);
+  // Only draining nodes could hold it: it waits rather than going there.
+  CHECK(scheduler.Schedule(Cpu(4), view).kind != SchedulingDecision::Kind::kNode);
+}

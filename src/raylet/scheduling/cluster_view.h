@@ -28,6 +28,7 @@ struct NodeView {
   ResourceSet available;
   std::map<std::string, std::string> labels;
   bool alive = true;
+  bool draining = false;  // leaving: no new work goes there (its objects are still read)
 
   // The largest fraction in use, over the resources that `extra` asks for (CPU when it
   // asks for none), after also taking `extra`: 0 for an idle node, 1 for a full one.

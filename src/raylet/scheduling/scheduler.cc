@@ -23,7 +23,7 @@ const std::vector<uint32_t>& Scheduler::NodesMatching(const LabelSelector& selec
 }
 
 bool Scheduler::Feasible(const ClusterView& view, size_t index) const {
-  return view.nodes()[index].alive && feasible_shape_[view.shape_of(index)];
+  return view.nodes()[index].alive && !view.nodes()[index].draining && feasible_shape_[view.shape_of(index)];
 }
 
 SchedulingDecision Scheduler::ScheduleHardAffinity(const SchedulingRequest& request, const ClusterView& view) {
@@ -46,8 +46,8 @@ SchedulingDecision Scheduler::ScheduleHardAffinity(const SchedulingRequest& requ
     return decision;
   }
   decision.node = target;
-  decision.kind = target->available.Contains(request.resources) ? SchedulingDecision::Kind::kNode
-                                                                 : SchedulingDecision::Kind::kWait;
+  decision.kind = !target->draining && target->available.Contains(request.resources) ? SchedulingDecision::Kind::kNode
+                                                                                      : SchedulingDecision::Kind::kWait;
   return decision;
 }
 
