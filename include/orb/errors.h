@@ -63,6 +63,12 @@ class OutOfDiskError : public Error {
  public:
   using Error::Error;
 };
+// The task was cancelled (orb::Cancel) before it finished: taken out of its queue,
+// interrupted while running, or its worker killed (force).
+class TaskCancelledError : public Error {
+ public:
+  using Error::Error;
+};
 // No node can ever satisfy the resource request.
 class InfeasibleError : public Error {
  public:
@@ -92,6 +98,7 @@ using OwnerDiedException = OwnerDiedError;
 using OrbTimeoutException = GetTimeoutError;
 using OrbRuntimeEnvException = RuntimeEnvError;
 using OrbFunctionNotFound = TaskError;
+using OrbTaskCancelledException = TaskCancelledError;
 }  // namespace internal
 
 }  // namespace orb

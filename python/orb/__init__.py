@@ -36,7 +36,7 @@ from orb.cross_language import cpp_actor_class, cpp_function
 from orb.remote_function import RemoteFunction
 
 __all__ = ["init", "shutdown", "is_initialized", "put", "get", "wait", "remote", "method", "get_actor", "kill",
-           "nodes", "cluster_resources", "available_resources", "get_runtime_context", "cpp_function",
+           "cancel", "nodes", "cluster_resources", "available_resources", "get_runtime_context", "cpp_function",
            "cpp_actor_class", "ObjectRef", "ActorHandle",
            "exceptions", "util"]
 
@@ -107,8 +107,14 @@ def is_initialized():
 
 
 def _check_initialized(what):
-    if not _core.is_initialized():
-        raise RuntimeError("orb.%s() needs orb.init() first" % what)
+    """As Ray's auto-init: the first call that needs a cluster runs orb.init() (which
+    connects to $ORB_ADDRESS or starts one for this program), unless
+    ORB_ENABLE_AUTO_CONNECT=0 (Ray's RAY_ENABLE_AUTO_CONNECT)."""
+    if _core.is_initialized():
+        return
+    if os.environ.get("ORB_ENABLE_AUTO_CONNECT", "1") == "0":
+        raise RuntimeError("orb.%s() needs orb.init() first (ORB_ENABLE_AUTO_CONNECT=0 turns auto-init off)" % what)
+    init()
 
 
 def put(value):
@@ -150,6 +156,8 @@ def wait(refs, *, num_returns=1, timeout=None):
         raise TypeError("orb.wait() takes a list of ObjectRefs")
     if len(set(refs)) != len(refs):
         raise ValueError("orb.wait() got the same ObjectRef twice")
+    if not refs:
+        return [], []  # as Ray's: nothing to wait for
     if not 0 <= num_returns <= len(refs):
         raise ValueError("num_returns must be between 0 and len(refs) (%d), not %d" % (len(refs), num_returns))
     flags = _core.wait(refs, num_returns, _timeout_ms(timeout))
@@ -209,6 +217,20 @@ def kill(actor, *, no_restart=True):
     if not isinstance(actor, ActorHandle):
         raise TypeError("orb.kill() takes an actor handle, not %s" % type(actor).__name__)
     _core.kill_actor(actor._actor_id, no_restart)
+
+
+def cancel(ref, *, force=False, recursive=True):
+    """Cancels the task that returns `ref` (Ray's ray.cancel). A queued task never runs;
+    a running one gets KeyboardInterrupt (an async actor call's coroutine is cancelled);
+    `force=True` kills the worker running it; `recursive` cancels the tasks it submitted
+    too. orb.get then raises TaskCancelledError; a task that had already finished keeps
+    its result. A running sync actor call is left to finish, and `force` is refused for
+    actor calls (ValueError), as in Ray. Only the process that submitted the task can
+    cancel it (ValueError otherwise)."""
+    _check_initialized("cancel")
+    if not isinstance(ref, ObjectRef):
+        raise TypeError("orb.cancel() takes an ObjectRef, not %s" % type(ref).__name__)
+    _core.cancel(ref, bool(force), bool(recursive))
 
 
 def nodes():

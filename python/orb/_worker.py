@@ -5,8 +5,10 @@ the GIL) to run a function, make an actor, or call its method, each by name.
 A function that raises makes its result a TaskError value (the exception and its
 traceback, raised again by whoever reads it); the worker keeps serving."""
 import asyncio
+import concurrent.futures
 import importlib
 import inspect
+import signal
 import sys
 import threading
 
@@ -46,6 +48,7 @@ class Executor:
     def __init__(self):
         self._loop = None
         self._loop_lock = threading.Lock()
+        self._async_calls = {}  # thread ident -> the future of the async call it waits for
 
     def run_task(self, descriptor, args):
         if descriptor.startswith(CROSS):
@@ -101,8 +104,24 @@ class Executor:
     def _invoke(self, method, positional, keywords):
         """Calls a method; an `async def` one runs on the event loop while this thread waits."""
         if inspect.iscoroutinefunction(method):
-            return asyncio.run_coroutine_threadsafe(method(*positional, **keywords), self._event_loop()).result()
+            future = asyncio.run_coroutine_threadsafe(method(*positional, **keywords), self._event_loop())
+            ident = threading.get_ident()
+            self._async_calls[ident] = future
+            try:
+                return future.result()
+            except concurrent.futures.CancelledError:
+                if future.cancelled():  # by orb.cancel: the call ends cancelled, not failed
+                    raise KeyboardInterrupt("the call was cancelled") from None
+                raise
+            finally:
+                self._async_calls.pop(ident, None)
         return method(*positional, **keywords)
+
+    def cancel_async_call(self, ident):
+        """orb.cancel of the actor call running on thread `ident`: cancels its coroutine
+        when it is an async call (a sync call runs on); whether it did."""
+        future = self._async_calls.get(ident)
+        return future is not None and future.cancel()
 
     @staticmethod
     def _result(value, name):
@@ -123,7 +142,15 @@ def _flush():
     sys.stderr.flush()
 
 
+def _on_sigint(signum, frame):
+    # orb.cancel interrupts the running task with SIGINT; any other SIGINT is ignored
+    # (the worker's life is the raylet's to end).
+    if _core.take_interrupt():
+        raise KeyboardInterrupt("the task was cancelled")
+
+
 def main():
+    signal.signal(signal.SIGINT, _on_sigint)
     _core.run_worker(Executor())
 
 

@@ -17,6 +17,7 @@ from orb._core import (  # noqa: F401 (re-exported)
     OutOfMemoryError,
     OwnerDiedError,
     RuntimeEnvError,
+    TaskCancelledError,
     TaskError,
     WorkerCrashedError,
 )
@@ -26,10 +27,11 @@ RayError = OrbError
 RayTaskError = TaskError
 OrbTaskError = TaskError
 RayActorError = ActorDiedError
+RuntimeEnvSetupError = RuntimeEnvError
 
 __all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "OwnerDiedError",
-           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "RayError",
-           "RayTaskError", "OrbTaskError", "RayActorError"]
+           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "TaskCancelledError", "RayError",
+           "RayTaskError", "OrbTaskError", "RayActorError", "RuntimeEnvSetupError"]
 
 _dual_classes = {}
 

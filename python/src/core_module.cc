@@ -48,11 +48,14 @@ PYBIND11_MODULE(_core, m) {
   // After its base: translators are tried last registered first.
   py::register_exception<orb::OwnerDiedError>(m, "OwnerDiedError", object_lost.ptr());
   py::register_exception<orb::OutOfDiskError>(m, "OutOfDiskError", error.ptr());
-  py::register_exception<orb::GetTimeoutError>(m, "GetTimeoutError", error.ptr());
+  // Also a TimeoutError, as Ray's is: `except TimeoutError` catches a get that timed out.
+  py::register_exception<orb::GetTimeoutError>(m, "GetTimeoutError",
+                                               py::make_tuple(error, py::handle(PyExc_TimeoutError)));
   py::register_exception<orb::ObjectStoreFullError>(m, "ObjectStoreFullError", error.ptr());
   py::register_exception<orb::InfeasibleError>(m, "InfeasibleError", error.ptr());
   py::register_exception<orb::CollectiveError>(m, "CollectiveError", error.ptr());
   py::register_exception<orb::RuntimeEnvError>(m, "RuntimeEnvError", error.ptr());
+  py::register_exception<orb::TaskCancelledError>(m, "TaskCancelledError", error.ptr());
 
   orb::python::DefineRefs(m);
   orb::python::DefineCalls(m);
@@ -117,6 +120,13 @@ PYBIND11_MODULE(_core, m) {
         return orb::internal::Wait(RefsOf(refs), num_returns, timeout_ms);
       },
       py::arg("refs"), py::arg("num_returns"), py::arg("timeout_ms"));
+  m.def(
+      "cancel",
+      [](const std::shared_ptr<PyObjectRef>& ref, bool force, bool recursive) {
+        py::gil_scoped_release release;
+        orb::internal::CancelTask(ref->ref().id, force, recursive);
+      },
+      py::arg("ref"), py::arg("force"), py::arg("recursive"));
   m.def("nodes", [] {
     py::gil_scoped_release release;
     return orb::internal::ClusterNodes();

@@ -6,6 +6,10 @@
 #include "worker.h"
 
 #include <pybind11/stl.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
 
 #include "orb/config.h"
 #include "orb/errors.h"
@@ -37,6 +41,19 @@ py::list ToPython(const Args& args) {
   return out;
 }
 
+// orb.cancel of the task running on the main thread: SIGINT wakes it from a blocking
+// call, and the worker's SIGINT handler (orb._worker) raises KeyboardInterrupt only
+// while this is set, so a signal that lands after its task ended interrupts nothing.
+std::atomic<bool> interrupt_wanted{false};
+pthread_t main_thread;  // set by RunWorker, which runs on it
+
+// After a task: a cancel that came as it ended is dropped, not left for the next task.
+void DropLateInterrupt() {
+  if (!interrupt_wanted.load() || !::pthread_equal(::pthread_self(), main_thread)) return;
+  interrupt_wanted = false;
+  if (PyErr_CheckSignals() != 0) PyErr_Clear();
+}
+
 py::object& ActorExitType() {
   static py::object* type = nullptr;  // never freed: the process _Exits
   if (!type) {
@@ -64,6 +81,9 @@ std::string FormatPythonError(py::error_already_set& e) {
 template <class F>
 auto WithPython(F&& call) {
   py::gil_scoped_acquire gil;
+  struct AfterTask {
+    ~AfterTask() { DropLateInterrupt(); }
+  } after_task;
   try {
     return call();
   } catch (py::error_already_set& e) {
@@ -94,6 +114,7 @@ struct PyInstance {
 };
 
 void RunWorker(const py::object& executor) {
+  main_thread = ::pthread_self();
   auto ex = std::make_shared<py::object>(executor);  // lives until the process exits
   internal::FunctionResolver resolver;
   resolver.function = [ex](const std::string& name) -> internal::Invoker {
@@ -118,6 +139,15 @@ void RunWorker(const py::object& executor) {
       });
     };
   };
+  resolver.interrupt = [ex](uint64_t thread, bool actor_call) -> bool {
+    if (actor_call) {
+      // Only an async call stops mid-way: its coroutine is cancelled.
+      py::gil_scoped_acquire gil;
+      return ex->attr("cancel_async_call")(thread).cast<bool>();
+    }
+    interrupt_wanted = true;
+    return ::pthread_kill(static_cast<pthread_t>(thread), SIGINT) == 0;
+  };
   internal::FunctionRegistry::Instance().SetResolver(std::move(resolver));
   py::gil_scoped_release release;
   // With ORB_WORKER_MODE=1 (set by the raylet), Init serves tasks and never returns.
@@ -129,6 +159,8 @@ void RunWorker(const py::object& executor) {
 void DefineWorker(py::module_& m) {
   m.attr("ActorExit") = ActorExitType();
   m.def("run_worker", &RunWorker, "serves this worker's tasks with `executor`; never returns");
+  m.def("take_interrupt", [] { return interrupt_wanted.exchange(false); },
+        "whether a cancel asked to interrupt the running task (and forget that it did)");
 }
 
 }  // namespace orb::python

@@ -130,13 +130,19 @@ def test_cluster_info(embedded):
     assert ctx.gcs_address
 
 
-def test_init_twice_and_use_before_init():
+def test_init_twice_and_use_before_init(monkeypatch):
     assert not orb.is_initialized()
     with pytest.raises(orb.exceptions.OrbError, match="not HOST:PORT"):
         orb.init(address="not-an-address")  # the C++ error, as orb.exceptions names it
     assert not orb.is_initialized()
+    monkeypatch.setenv("ORB_ENABLE_AUTO_CONNECT", "0")
     with pytest.raises(RuntimeError, match="orb.init"):
         orb.put(1)
+    monkeypatch.delenv("ORB_ENABLE_AUTO_CONNECT")
+    # As Ray's: the first call that needs a cluster starts one.
+    assert orb.get(orb.put(41)) == 41
+    assert orb.is_initialized()
+    orb.shutdown()
     orb.init(num_cpus=1)
     try:
         with pytest.raises(RuntimeError, match="already"):

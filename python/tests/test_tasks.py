@@ -136,6 +136,10 @@ def test_get_timeout_and_wait(embedded):
     assert ready == [fast] and not_ready == [slow]
     ready, not_ready = orb.wait([slow], timeout=0.1)
     assert ready == [] and not_ready == [slow]
+    # As Ray's: a timed-out get is also a TimeoutError, and waiting on nothing is ([], []).
+    with pytest.raises(TimeoutError):
+        orb.get(slow, timeout=0.1)
+    assert orb.wait([]) == ([], [])
 
 
 def test_bad_input_is_a_clear_error(embedded):

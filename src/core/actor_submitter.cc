@@ -1,5 +1,7 @@
 #include "core/actor_submitter.h"
 
+#include <algorithm>
+
 #include "core/task_event_buffer.h"
 
 #include <spdlog/spdlog.h>
@@ -65,6 +67,46 @@ void ActorSubmitter::OnKilled(const std::string& actor_id, bool no_restart) {
     Pump(actor_id, actor);
   }
   Flush();
+}
+
+CancelOutcome ActorSubmitter::Cancel(const std::string& task_id) {
+  CancelOutcome outcome;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [actor_id, actor] : actors_) {
+    auto it = std::find_if(actor.waiting.begin(), actor.waiting.end(),
+                           [&](const Call& call) { return call.spec.task_id() == task_id; });
+    if (it != actor.waiting.end()) {
+      Call call = std::move(*it);
+      actor.waiting.erase(it);
+      FailCall(call, rpc::TASK_CANCELLED, "call '" + call.spec.function_name() + "' was cancelled before it ran");
+      outcome.kind = CancelOutcome::kDequeued;
+      return outcome;
+    }
+    for (const auto& [batch, calls] : actor.in_flight) {
+      for (const auto& call : calls) {
+        if (call.spec.task_id() != task_id || call.done) continue;
+        outcome.kind = CancelOutcome::kOnWorker;
+        outcome.worker = actor.info.address();
+        return outcome;
+      }
+    }
+  }
+  return outcome;
+}
+
+bool ActorSubmitter::Owns(const std::string& task_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [actor_id, actor] : actors_) {
+    for (const Call& call : actor.waiting) {
+      if (call.spec.task_id() == task_id) return true;
+    }
+    for (const auto& [batch, calls] : actor.in_flight) {
+      for (const Call& call : calls) {
+        if (call.spec.task_id() == task_id && !call.done) return true;
+      }
+    }
+  }
+  return false;
 }
 
 void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {

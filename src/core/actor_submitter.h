@@ -52,6 +52,12 @@ class ActorSubmitter {
   // This process just killed the actor: later calls fail at once (no_restart), or wait
   // for the GCS to report it again (a restart), instead of reaching the dying process.
   void OnKilled(const std::string& actor_id, bool no_restart);
+  // orb::Cancel of a call: one not sent yet fails as TASK_CANCELLED and is never sent;
+  // one sent is on the actor's worker, which must be told (it skips the call if it has
+  // not started it).
+  CancelOutcome Cancel(const std::string& task_id);
+  // Whether the call `task_id` is one of this submitter's, not finished.
+  bool Owns(const std::string& task_id);
   // A result reported before its batch's reply: completes the call if it is one of
   // this submitter's in flight; false otherwise.
   bool CompleteEarly(rpc::TaskResult result);

@@ -34,6 +34,7 @@ class CoreWorkerGrpcService : public RpcService {
   ORB_SERVICE_METHOD(UpdateBorrowers)
   ORB_SERVICE_METHOD(ReportTaskResults)
   ORB_SERVICE_METHOD(Exit)
+  ORB_SERVICE_METHOD(CancelTask)
   ORB_SERVICE_METHOD(ListOwnedObjects)
   ORB_SERVICE_METHOD(GetWorkerMetrics)
   ORB_SERVICE_METHOD(ObjectMoved)
@@ -159,6 +160,7 @@ absl::Status CoreWorker::Start() {
   hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
   hooks.on_task_ran = [this](const rpc::TaskSpec& spec, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error) {
     task_events_->RecordRun(spec, start_ns, end_ns, error);
+    if (canceller_) canceller_->OnTaskEnded(spec.task_id());
   };
   hooks.on_actor_created = [this](const std::string& actor_id, bool restarted) {
     std::lock_guard<std::mutex> lock(actor_mu_);
@@ -227,6 +229,15 @@ absl::Status CoreWorker::Start() {
   submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
                                                pusher_.get(), submit);
   actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), pusher_.get(), task_events_.get());
+  TaskCanceller::Parts cancel;
+  cancel.objects = objects_.get();
+  cancel.tasks = submitter_.get();
+  cancel.actor_calls = actor_submitter_.get();
+  cancel.workers = worker_clients_.get();
+  cancel.receiver = options_.is_driver ? nullptr : receiver_.get();
+  // force: the worker ends as a crash would, and its owner sees the task cancelled.
+  cancel.exit_process = [] { std::_Exit(1); };
+  canceller_ = std::make_unique<TaskCanceller>(std::move(cancel));
   loop_.Start();
   if (options_.is_driver && LogSubscriber::EnabledByEnv()) {
     log_subscriber_ = std::make_unique<LogSubscriber>(gcs_.get(), &loop_, options_.job_id, &std::cerr);
@@ -451,6 +462,7 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
     lineage = shared;
   }
   objects_->AddPending(return_id, std::move(lineage), std::move(not_reconstructable));
+  canceller_->OnSubmitted(current_task_id, return_id);
   submitter_->Submit(std::move(shared));
   return internal::RefData{return_id.Binary(), OwnerString()};
 }
@@ -644,6 +656,15 @@ void CoreWorker::HandleReportTaskResults(const rpc::ReportTaskResultsRequest& re
     if (actor_submitter_) actor_submitter_->CompleteEarly(result);
   }
   send(grpc::Status::OK);
+}
+
+void CoreWorker::CancelTask(const std::string& object_id, bool force, bool recursive) {
+  canceller_->Cancel(ObjectID::FromBinary(object_id), force, recursive);
+}
+
+void CoreWorker::HandleCancelTask(const rpc::CancelTaskRequest& req, rpc::CancelTaskReply* reply, SendReply send) {
+  if (!canceller_) return send(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is starting"));
+  canceller_->HandleCancelTask(req, reply, std::move(send));
 }
 
 void CoreWorker::HandleExit(const rpc::ExitRequest&, rpc::ExitReply*, SendReply send) {

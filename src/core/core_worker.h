@@ -31,6 +31,7 @@
 #include "core/store_client.h"
 #include "core/log_subscriber.h"
 #include "core/task_event_buffer.h"
+#include "core/task_canceller.h"
 #include "core/task_receiver.h"
 #include "core/task_submitter.h"
 #include "core/worker_client_pool.h"
@@ -94,6 +95,8 @@ class CoreWorker : public Runtime {
                                     std::vector<internal::ArgData> args, const internal::TaskOptionsData& options) override;
   void KillActor(const std::string& actor_id, bool no_restart) override { KillActor(actor_id, no_restart, ""); }
   void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason);
+  // orb::Cancel (task_canceller.h); `object_id` is binary.
+  void CancelTask(const std::string& object_id, bool force, bool recursive) override;
   // Empty when no live actor has that name.
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) override;
   std::string CurrentActorId() const override;  // hex; empty outside an actor
@@ -134,6 +137,7 @@ class CoreWorker : public Runtime {
   void HandleGetObjectStatus(const rpc::GetObjectStatusRequest& req, rpc::GetObjectStatusReply* reply,
                              SendReply send);
   void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
+  void HandleCancelTask(const rpc::CancelTaskRequest& req, rpc::CancelTaskReply* reply, SendReply send);
   // A worker's results that came before the rest of their batch (TaskReceiver).
   void HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply* reply,
                                SendReply send);
@@ -250,6 +254,7 @@ class CoreWorker : public Runtime {
   std::unique_ptr<TaskSubmitter> submitter_;
   std::unique_ptr<ActorSubmitter> actor_submitter_;
   std::unique_ptr<TaskReceiver> receiver_;
+  std::unique_ptr<TaskCanceller> canceller_;  // after what it cancels through
   std::unique_ptr<RpcService> service_;
   StartedServer server_;
   std::string unix_socket_;  // where this process also serves, for callers on its node

@@ -63,6 +63,7 @@ internal::RefData CoreWorker::SubmitActorTask(const std::string& actor_id, const
   ObjectID return_id = ObjectID::FromBinary(spec.return_id());
   objects_->AddPending(return_id, nullptr,
                        "it was made by actor method '" + method_name + "', and actor calls do not run again to rebuild a result");
+  canceller_->OnSubmitted(CurrentTaskId(), return_id);
   actor_submitter_->Submit(std::move(spec));
   return internal::RefData{return_id.Binary(), OwnerString()};
 }

@@ -27,6 +27,8 @@ namespace orb {
       throw InfeasibleError(m);
     case rpc::RUNTIME_ENV_ERROR:
       throw RuntimeEnvError(m);
+    case rpc::TASK_CANCELLED:
+      throw TaskCancelledError(m);
     case rpc::TASK_ERROR:
     case rpc::FUNCTION_NOT_FOUND:
     case rpc::BAD_ARGUMENT:

@@ -60,6 +60,15 @@ void FunctionRegistry::SetResolver(FunctionResolver resolver) {
   impl_->resolver = std::move(resolver);
 }
 
+bool FunctionRegistry::Interrupt(uint64_t thread, bool actor_call) const {
+  std::function<bool(uint64_t, bool)> interrupt;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    interrupt = impl_->resolver.interrupt;
+  }
+  return interrupt && interrupt(thread, actor_call);
+}
+
 const ActorFactory* FunctionRegistry::FindFactory(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return FindOrResolve(impl_->factories, name, impl_->resolver.factory);

@@ -21,8 +21,10 @@ class InFlightTasks {
   struct Batch;
   using Handle = std::shared_ptr<Batch>;
 
-  // Records a pushed batch; Finish() takes it back.
-  Handle Add(std::vector<rpc::TaskSpec> specs);
+  // Records a batch pushed to `worker`; Finish() takes it back.
+  Handle Add(std::vector<rpc::TaskSpec> specs, const rpc::Address& worker);
+  // The worker running (or about to run) the task `task_id`, if it is in flight.
+  std::optional<rpc::Address> WorkerOf(const std::string& task_id);
   // The spec of the task `task_id` completes, if it is in flight and not done yet.
   std::optional<rpc::TaskSpec> TakeEarly(const std::string& task_id);
   // The batch's reply (or failure) came: the specs not completed early, in order.
@@ -35,6 +37,7 @@ class InFlightTasks {
 
 struct InFlightTasks::Batch {
   std::vector<rpc::TaskSpec> specs;
+  rpc::Address worker;
   std::vector<bool> done;  // guarded by the owning InFlightTasks' mu_
 };
 

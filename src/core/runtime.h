@@ -36,6 +36,8 @@ class Runtime {
                                             std::vector<internal::ArgData> args,
                                             const internal::TaskOptionsData& options) = 0;
   virtual void KillActor(const std::string& actor_id, bool no_restart) = 0;
+  // orb::Cancel. Where every task runs at once (local mode) there is nothing to cancel.
+  virtual void CancelTask(const std::string& object_id, bool force, bool recursive) {}
   virtual std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) = 0;
   virtual std::string CurrentActorId() const = 0;  // hex; empty outside an actor
   virtual bool WasCurrentActorRestarted() const = 0;

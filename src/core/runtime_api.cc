@@ -261,6 +261,10 @@ RefData SubmitActorTask(const std::string& actor_id, const std::string& method_n
 
 void KillActor(const std::string& actor_id, bool no_restart) { TheRuntime().KillActor(actor_id, no_restart); }
 
+void CancelTask(const std::string& object_id, bool force, bool recursive) {
+  TheRuntime().CancelTask(object_id, force, recursive);
+}
+
 std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) {
   return TheRuntime().GetNamedActor(name, ray_namespace);
 }

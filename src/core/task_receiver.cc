@@ -1,5 +1,7 @@
 #include "core/task_receiver.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <optional>
 
@@ -203,9 +205,65 @@ std::vector<rpc::TaskResult> TaskReceiver::BatchResults::Copy(int from, int to) 
   return std::vector<rpc::TaskResult>(results_.begin() + from, results_.begin() + to);
 }
 
+TaskReceiver::CancelResult TaskReceiver::Cancel(const std::string& task_id) {
+  CancelResult out;
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    auto running = running_.find(task_id);
+    if (running != running_.end()) {
+      out.found = out.running = true;
+      // Under cancel_mu_: the task cannot end (and another start) on that thread meanwhile.
+      bool interrupted = internal::FunctionRegistry::Instance().Interrupt(running->second.thread, running->second.actor_call);
+      // A running actor call that was not interrupted (not async) runs on: the actor's
+      // state must not be torn mid-call.
+      if ((interrupted || !running->second.actor_call) && cancels_.insert(task_id).second) cancel_order_.push_back(task_id);
+      return out;
+    }
+    if (cancels_.insert(task_id).second) cancel_order_.push_back(task_id);
+    while (cancel_order_.size() > kMaxEarlyCancels) {
+      cancels_.erase(cancel_order_.front());
+      cancel_order_.pop_front();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Batch& batch : queue_) {
+    for (const auto& spec : batch.request->tasks()) out.found |= spec.task_id() == task_id;
+  }
+  return out;
+}
+
+bool TaskReceiver::TakeCancel(const std::string& task_id) {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  return !cancels_.empty() && cancels_.erase(task_id) > 0;
+}
+
 rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* batch) {
   int64_t start_ns = UnixNanos();
+  if (TakeCancel(spec.task_id())) {
+    rpc::TaskResult result;
+    result.set_task_id(spec.task_id());
+    result.set_return_id(spec.return_id());
+    result.mutable_value()->mutable_error()->set_type(rpc::TASK_CANCELLED);
+    result.mutable_value()->mutable_error()->set_message("task '" + spec.function_name() + "' was cancelled before it ran");
+    if (hooks_.on_task_ran) hooks_.on_task_ran(spec, start_ns, UnixNanos(), &result.value().error());
+    return result;
+  }
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    running_[spec.task_id()] = Running{static_cast<uint64_t>(pthread_self()), !spec.actor_id().empty()};
+  }
   rpc::TaskResult result = ExecuteOne(spec, batch);
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    running_.erase(spec.task_id());
+  }
+  if (TakeCancel(spec.task_id()) && result.value().has_error()) {
+    // Cancelled while it ran, and it failed (interrupted): it ended cancelled. One that
+    // finished anyway keeps its result (its bytes may already be in the store).
+    std::string was = result.value().error().message();
+    result.mutable_value()->mutable_error()->set_type(rpc::TASK_CANCELLED);
+    result.mutable_value()->mutable_error()->set_message("task '" + spec.function_name() + "' was cancelled while it ran: " + was);
+  }
   if (hooks_.on_task_ran) {
     const rpc::ObjectValue& value = result.value();
     hooks_.on_task_ran(spec, start_ns, UnixNanos(), value.has_error() ? &value.error() : nullptr);

@@ -21,6 +21,13 @@
 // they run on a pool of that many threads instead of the main thread. orb::ExitActor()
 // in a method answers that call with ACTOR_DIED and then ends the actor.
 //
+// Cancel (orb::Cancel, from the task's owner): a task not started yet is answered
+// TASK_CANCELLED without running — a cancel that arrives before its task does is kept
+// for it; a running one is interrupted where its language allows (FunctionRegistry::
+// Interrupt: Python raises KeyboardInterrupt, an async call's coroutine is cancelled)
+// and answered TASK_CANCELLED however it ends. A running actor call is left to finish
+// (an actor's state must not be torn mid-call, as in Ray), unless it is an async call.
+//
 // GPUs: a batch carries the GPU indices its lease holds; the worker sets
 // CUDA_VISIBLE_DEVICES to them before running it (an actor keeps its creation's).
 #pragma once
@@ -34,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/call_stream_server.h"
@@ -85,6 +93,12 @@ class TaskReceiver {
   // Serves queued batches (and the call stream) until Stop().
   void Run();
   void Stop();
+  // orb::Cancel for the task `task_id`: whether it was queued or running here.
+  struct CancelResult {
+    bool found = false;
+    bool running = false;
+  };
+  CancelResult Cancel(const std::string& task_id);
 
  private:
   // The results of one batch as its tasks finish, for later tasks of the batch that take
@@ -123,6 +137,8 @@ class TaskReceiver {
   int RunInOrder(const Batch& batch, BatchResults* results);
   // Runs a batch of actor calls on the pool; answers when all are done.
   void RunOnPool(Batch batch);
+  // Whether a cancel came for the task; takes it (each cancel answers one run).
+  bool TakeCancel(const std::string& task_id);
   // CUDA_VISIBLE_DEVICES = the GPUs of the batch's lease (unset when it holds none).
   void SetVisibleGpus(const rpc::PushTasksRequest& request);
 
@@ -138,6 +154,18 @@ class TaskReceiver {
   std::condition_variable cv_;
   std::deque<Batch> queue_;  // guarded by mu_
   bool stopped_ = false;     // guarded by mu_
+  // Cancels: tasks running now (task ID -> its thread, whether an actor call), and the
+  // cancels not yet taken by a run (the oldest forgotten past kMaxEarlyCancels: those of
+  // tasks that had finished when their cancel came).
+  struct Running {
+    uint64_t thread = 0;
+    bool actor_call = false;
+  };
+  static constexpr size_t kMaxEarlyCancels = 1024;
+  std::mutex cancel_mu_;
+  std::unordered_map<std::string, Running> running_;  // guarded by cancel_mu_
+  std::unordered_set<std::string> cancels_;           // guarded by cancel_mu_
+  std::deque<std::string> cancel_order_;              // guarded by cancel_mu_
 };
 
 }  // namespace orb

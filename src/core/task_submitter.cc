@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <future>
@@ -114,6 +115,7 @@ void TaskSubmitter::ResolveDependencies(std::shared_ptr<const rpc::TaskSpec> spe
 }
 
 void TaskSubmitter::Enqueue(std::shared_ptr<const rpc::TaskSpec> spec) {
+  if (IsCancelled(spec->task_id())) return Fail(*spec, rpc::TASK_CANCELLED, "task '" + spec->function_name() + "' was cancelled before it ran");
   std::map<std::string, double> resources(spec->resources().begin(), spec->resources().end());
   std::string key = ShapeKey(resources, spec->scheduling(), spec->runtime_env(), spec->language());
   ShapeQueue& queue = queues_[key];
@@ -278,7 +280,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
   lease.batches_in_flight++;
   lease.used = true;
   spdlog::debug("pushing {} task(s) to lease {}", batch.size(), lease.id.Hex().substr(0, 8));
-  auto pushed = in_flight_.Add(std::move(batch));
+  auto pushed = in_flight_.Add(std::move(batch), lease.address);
   LeaseID lease_id = lease.id;
   pusher_->Push(
       lease.address, request,
@@ -385,7 +387,10 @@ void TaskSubmitter::OnWorkerLost(const std::string& key, std::vector<rpc::TaskSp
   std::vector<std::shared_ptr<const rpc::TaskSpec>> regrown;  // retries whose memory request grew
   for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
     rpc::TaskSpec& spec = *it;
-    if (!alone) {
+    if (IsCancelled(spec.task_id())) {
+      queue.suspects.erase(spec.task_id());
+      Fail(spec, rpc::TASK_CANCELLED, "task '" + spec.function_name() + "' was cancelled; its worker ended (" + cause + ")");
+    } else if (!alone) {
       queue.suspects.insert(spec.task_id());
       queue.pending.push_front(std::make_shared<const rpc::TaskSpec>(std::move(spec)));
     } else if (spec.attempt() < spec.max_retries()) {
@@ -511,7 +516,51 @@ void TaskSubmitter::Shutdown() {
   returns->cv.wait_for(l, std::chrono::seconds(2), [&] { return returns->posted && returns->outstanding <= 0; });
 }
 
+CancelOutcome TaskSubmitter::Cancel(const std::string& task_id) {
+  CancelOutcome outcome;
+  {
+    Locked lock(mu_);
+    for (auto& [key, queue] : queues_) {
+      auto it = std::find_if(queue.pending.begin(), queue.pending.end(),
+                             [&](const auto& spec) { return spec->task_id() == task_id; });
+      if (it == queue.pending.end()) continue;
+      std::shared_ptr<const rpc::TaskSpec> spec = *it;
+      queue.pending.erase(it);
+      queue.suspects.erase(task_id);
+      if (queue.pending.empty()) CancelLeaseRequests(queue);
+      Fail(*spec, rpc::TASK_CANCELLED, "task '" + spec->function_name() + "' was cancelled before it ran");
+      outcome.kind = CancelOutcome::kDequeued;
+      return outcome;
+    }
+    if (std::optional<rpc::Address> worker = in_flight_.WorkerOf(task_id)) {
+      outcome.kind = CancelOutcome::kOnWorker;
+      outcome.worker = std::move(*worker);
+    }
+  }
+  // Pushed, waiting for its arguments, or between the two (a retry on its way back to
+  // a queue): whatever ends it next ends it as cancelled.
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  cancelled_.insert(task_id);
+  return outcome;
+}
+
+bool TaskSubmitter::IsCancelled(const std::string& task_id) {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  return !cancelled_.empty() && cancelled_.count(task_id) > 0;
+}
+
 void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    // A cancelled task that failed (interrupted, or its worker killed) failed because
+    // it was cancelled; one that finished first keeps its result.
+    if (!cancelled_.empty() && cancelled_.erase(spec.task_id()) > 0 && value.has_error() &&
+        value.error().type() != rpc::TASK_CANCELLED) {
+      std::string was = value.error().message();
+      value.mutable_error()->set_type(rpc::TASK_CANCELLED);
+      value.mutable_error()->set_message("task '" + spec.function_name() + "' was cancelled: " + was);
+    }
+  }
   if (options_.events) {
     options_.events->RecordSpec(spec, value.has_error() ? rpc::FAILED : rpc::FINISHED,
                                 value.has_error() ? &value.error() : nullptr);

@@ -71,6 +71,11 @@ class TaskSubmitter {
   // A result a worker reported before its batch's reply: completes the task if it is
   // one of this submitter's in flight; false otherwise. Thread-safe.
   bool CompleteEarly(rpc::TaskResult result);
+  // orb::Cancel of one of this submitter's tasks: a queued task (or one still waiting
+  // for its arguments) fails as TASK_CANCELLED and is never pushed; a pushed one is
+  // marked, so that its end — an error, its worker killed (force) — is TASK_CANCELLED
+  // and never retried, and the caller tells the worker. Thread-safe.
+  CancelOutcome Cancel(const std::string& task_id);
   // Returns every lease and stops submitting: nothing queued is sent from now on. Must
   // be called on a thread other than the loop's.
   void Shutdown();
@@ -137,6 +142,7 @@ class TaskSubmitter {
   // Complete and Fail are thread-safe.
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
   void Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message);
+  bool IsCancelled(const std::string& task_id);
 
   EventLoop* loop_;
   ObjectTable* objects_;
@@ -149,6 +155,8 @@ class TaskSubmitter {
   std::unordered_map<std::string, ShapeQueue> queues_;  // guarded by mu_
   uint64_t next_request_id_ = 1;                        // guarded by mu_
   bool stopped_ = false;                                // guarded by mu_
+  std::mutex cancel_mu_;  // Complete() runs with or without mu_
+  std::unordered_set<std::string> cancelled_;  // tasks cancelled while out of a queue; guarded by cancel_mu_
 };
 
 }  // namespace orb

@@ -471,3 +471,45 @@ TEST_CASE("a task that kills its worker fails alone: tasks pushed with it are no
   CHECK(healthy_ok == 90);
   CHECK(poison_failed == 10);
 }
+
+namespace {
+// Sleeps `ms`, then leaves `marker` behind: whether it ran to its end.
+int SleepThenMark(int ms, std::string marker) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  std::ofstream(marker) << "ran";
+  return ms;
+}
+}  // namespace
+ORB_REMOTE(SleepThenMark);
+
+TEST_CASE("Cancel: a queued task never runs; force kills a running one's worker; finished ones keep results",
+          "[tasks][cancel]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string dir = TempPath("orb-cancel");
+  std::filesystem::create_directories(dir);
+  // Both CPUs busy: the third task waits in this process's queue.
+  auto busy1 = orb::Task(SleepThenMark).Remote(1500, dir + "/busy1");
+  auto busy2 = orb::Task(SleepThenMark).Remote(1500, dir + "/busy2");
+  auto queued = orb::Task(SleepThenMark).Remote(0, dir + "/queued");
+  orb::Cancel(queued);
+  CHECK_THROWS_AS(queued.Get(10000), orb::TaskCancelledError);
+  CHECK(*busy1.Get(30000) == 1500);
+  CHECK(*busy2.Get(30000) == 1500);
+  CHECK_FALSE(std::filesystem::exists(dir + "/queued"));
+
+  // C++ code is not interrupted: force ends its worker, and the task with it.
+  auto running = orb::Task(SleepThenMark).Remote(20000, dir + "/forced");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  orb::Cancel(running, /*force=*/true);
+  auto started = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(running.Get(30000), orb::TaskCancelledError);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
+  CHECK_FALSE(std::filesystem::exists(dir + "/forced"));
+  CHECK(*orb::Task(Plus).Remote(2, 3).Get(30000) == 5);  // a new worker serves on
+
+  auto done = orb::Task(Plus).Remote(1, 1);
+  CHECK(*done.Get(30000) == 2);
+  orb::Cancel(done);
+  CHECK(*done.Get() == 2);
+  CHECK_THROWS_AS(orb::Cancel(orb::Put(1)), std::invalid_argument);
+}

@@ -38,6 +38,10 @@ struct FunctionResolver {
   std::function<Invoker(const std::string& name)> function;
   std::function<ActorFactory(const std::string& name)> factory;
   std::function<ActorMethod(const std::string& name)> method;
+  // Interrupts the task running on `thread` (a pthread_t) because it was cancelled
+  // (Python: KeyboardInterrupt; for an actor call, only an async call's coroutine is
+  // cancelled); whether it did. Null: code in this language is not interrupted (C++).
+  std::function<bool(uint64_t thread, bool actor_call)> interrupt;
 };
 
 class FunctionRegistry {
@@ -52,6 +56,9 @@ class FunctionRegistry {
   const Invoker* Find(const std::string& name) const;
   const ActorFactory* FindFactory(const std::string& name) const;
   const ActorMethod* FindMethod(const std::string& name) const;
+  // Interrupts the task running on `thread` (FunctionResolver::interrupt); false when
+  // it did not.
+  bool Interrupt(uint64_t thread, bool actor_call) const;
   // The registered name for a function's key, or empty.
   std::string NameOf(const std::string& key) const;
   std::vector<std::string> Names() const;

@@ -132,6 +132,8 @@ std::string CreateActor(const std::string& factory_name, std::vector<ArgData> ar
 RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args,
                         const TaskOptionsData& options);
 void KillActor(const std::string& actor_id, bool no_restart);
+// Cancels the task that returns `object_id` (owned by this process): see orb::Cancel.
+void CancelTask(const std::string& object_id, bool force, bool recursive);
 // The binary ID of the live actor with that name, or empty.
 std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
 std::string CurrentActorId();  // hex; empty outside an actor
