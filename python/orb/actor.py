@@ -42,6 +42,8 @@ class ActorClass:
         self._cls = cls
         self._options = dict(options)
         self._core_options = _options.actor_options(self._options)
+        # Its creation task's name in the state API, the dashboard and the timeline (Ray's).
+        self._core_options["task_name"] = "%s.__init__" % cls.__qualname__
         if "max_concurrency" not in self._options and _is_async_class(cls):
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
         self._methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
@@ -104,6 +106,9 @@ class ActorMethod:
         out = {"language": _options.LANGUAGE_PYTHON}
         if self._options.get("name"):
             out["name"] = str(self._options["name"])
+        else:  # Ray's name for a call: Class.method
+            class_name = self._handle._class_name
+            out["name"] = "%s.%s" % (class_name, self._name) if class_name else self._name
         return out
 
     def __call__(self, *args, **kwargs):

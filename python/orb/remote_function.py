@@ -10,6 +10,8 @@ class RemoteFunction:
         self._function = function
         self._options = dict(options)
         self._core_options = _options.task_options(self._options)
+        # Ray's name for a task: its function's (the state API, dashboard and timeline).
+        self._core_options.setdefault("name", function.__qualname__)
         self._descriptor = None
         self._pickled = None
         self._signature = _arguments.signature_of(function)

@@ -80,6 +80,7 @@ internal::ActorOptionsData ToActorOptions(const py::dict& d) {
   o.placement = ToTaskOptions(d);
   Set(d, "name", &o.name);
   o.placement.name.clear();
+  Set(d, "task_name", &o.placement.name);  // its creation task's name
   Set(d, "namespace", &o.ray_namespace);
   Set(d, "max_restarts", &o.max_restarts);
   Set(d, "max_task_retries", &o.max_task_retries);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <mutex>
 #include <csignal>
 
 #include "orb/config.h"
@@ -43,15 +44,46 @@ py::list ToPython(const Args& args) {
 
 // orb.cancel of the task running on the main thread: SIGINT wakes it from a blocking
 // call, and the worker's SIGINT handler (orb._worker) raises KeyboardInterrupt only
-// while this is set, so a signal that lands after its task ended interrupts nothing.
+// while `interrupt_wanted` is set. A signal is sent only while Python code of a task
+// runs there (`in_python_task`), and what is left of one when that code ends is
+// dropped, both under `interrupt_mu`: no interrupt outlives its task into the next.
+std::mutex interrupt_mu;
+bool in_python_task = false;  // guarded by interrupt_mu
 std::atomic<bool> interrupt_wanted{false};
 pthread_t main_thread;  // set by RunWorker, which runs on it
 
-// After a task: a cancel that came as it ended is dropped, not left for the next task.
-void DropLateInterrupt() {
-  if (!interrupt_wanted.load() || !::pthread_equal(::pthread_self(), main_thread)) return;
-  interrupt_wanted = false;
-  if (PyErr_CheckSignals() != 0) PyErr_Clear();
+bool OnMainThread() { return ::pthread_equal(::pthread_self(), main_thread); }
+
+// Brackets a task's Python code on the main thread (the GIL held).
+class PythonTaskScope {
+ public:
+  PythonTaskScope() : main_(OnMainThread()) {
+    if (!main_) return;
+    std::lock_guard<std::mutex> lock(interrupt_mu);
+    in_python_task = true;
+  }
+  ~PythonTaskScope() {
+    if (!main_) return;
+    bool late;
+    {
+      std::lock_guard<std::mutex> lock(interrupt_mu);
+      in_python_task = false;
+      late = interrupt_wanted.exchange(false);
+    }
+    // The handler now finds nothing wanted: a signal still pending interrupts nothing.
+    if (late && PyErr_CheckSignals() != 0) PyErr_Clear();
+  }
+
+ private:
+  bool main_;
+};
+
+// Interrupts the main thread's task, if Python code of one runs there.
+bool InterruptMainThreadTask(pthread_t thread) {
+  std::lock_guard<std::mutex> lock(interrupt_mu);
+  if (!in_python_task || !::pthread_equal(thread, main_thread)) return false;
+  interrupt_wanted = true;
+  return ::pthread_kill(thread, SIGINT) == 0;
 }
 
 py::object& ActorExitType() {
@@ -81,9 +113,7 @@ std::string FormatPythonError(py::error_already_set& e) {
 template <class F>
 auto WithPython(F&& call) {
   py::gil_scoped_acquire gil;
-  struct AfterTask {
-    ~AfterTask() { DropLateInterrupt(); }
-  } after_task;
+  PythonTaskScope task_scope;
   try {
     return call();
   } catch (py::error_already_set& e) {
@@ -145,8 +175,7 @@ void RunWorker(const py::object& executor) {
       py::gil_scoped_acquire gil;
       return ex->attr("cancel_async_call")(thread).cast<bool>();
     }
-    interrupt_wanted = true;
-    return ::pthread_kill(static_cast<pthread_t>(thread), SIGINT) == 0;
+    return InterruptMainThreadTask(static_cast<pthread_t>(thread));
   };
   internal::FunctionRegistry::Instance().SetResolver(std::move(resolver));
   py::gil_scoped_release release;

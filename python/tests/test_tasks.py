@@ -238,3 +238,31 @@ def test_prestarted_workers_are_up_before_the_first_task_and_run_it(cli_cluster)
         assert len(_workers_of_job(cli_cluster, job)) == 2
     finally:
         orb.shutdown()
+
+
+@orb.remote
+class Keeper:
+    def incr(self):
+        return 1
+
+
+def _task_names(address, name):
+    out = subprocess.run([os.path.join(os.environ.get("ORB_TEST_BIN_DIR", ""), "orb"), "list", "tasks",
+                          "--filter", "name=" + name, "--format", "json", "--address", address],
+                         check=True, capture_output=True, text=True, timeout=30).stdout
+    return [t["name"] for t in json.loads(out)]
+
+
+def test_tasks_and_calls_carry_rays_plain_names_in_the_state_api(cli_cluster):
+    orb.init(address=cli_cluster)
+    try:
+        keeper = Keeper.remote()
+        assert orb.get([square.remote(3), keeper.incr.remote()]) == [9, 1]
+        # As Ray shows them: the function's name, Class.__init__, Class.method.
+        for name in ("square", "Keeper.__init__", "Keeper.incr"):
+            deadline = time.time() + 20
+            while time.time() < deadline and not _task_names(cli_cluster, name):
+                time.sleep(0.3)
+            assert _task_names(cli_cluster, name)[:1] == [name]
+    finally:
+        orb.shutdown()
