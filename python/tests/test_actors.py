@@ -175,3 +175,20 @@ def test_actor_arguments_are_checked_at_the_call(embedded):
     with pytest.raises(TypeError, match="unexpected keyword argument 'step'"):
         c.incr.remote(step=2)
     assert orb.get(c.incr.remote(by=2)) == 3
+
+
+def test_actor_pool_grows_and_shrinks_as_rays(embedded):
+    from orb.util import ActorPool
+    a, b = Counter.remote(0), Counter.remote(100)
+    pool = ActorPool([a])
+    assert pool.has_free()
+    pool.submit(lambda actor, v: actor.incr.remote(v), 1)
+    pool.submit(lambda actor, v: actor.incr.remote(v), 2)  # waits: the one actor is busy
+    assert not pool.has_free() and pool.pop_idle() is None
+    pool.push(b)  # the waiting submission starts on b
+    assert sorted([pool.get_next_unordered(timeout=30), pool.get_next_unordered(timeout=30)]) == [1, 102]
+    assert not pool.has_next()
+    with pytest.raises(ValueError, match="already in the pool"):
+        pool.push(a)
+    popped = {pool.pop_idle(), pool.pop_idle()}
+    assert popped == {a, b} and pool.pop_idle() is None and not pool.has_free()

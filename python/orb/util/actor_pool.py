@@ -3,6 +3,7 @@
     pool = ActorPool([Worker.remote() for _ in range(4)])
     results = list(pool.map(lambda actor, v: actor.work.remote(v), values))  # in order
     results = list(pool.map_unordered(lambda actor, v: actor.work.remote(v), values))
+    pool.has_free(), pool.pop_idle(), pool.push(actor)  # grow and shrink it, as Ray's
 """
 import orb
 
@@ -62,6 +63,22 @@ class ActorPool:
                 raise StopIteration("no more results")
             ref, _ = self._finish_one(timeout)
         return orb.get(ref)
+
+    def has_free(self):
+        """Whether an actor is idle and no submission waits for one (Ray's has_free)."""
+        return bool(self._idle) and not self._pending
+
+    def pop_idle(self):
+        """Takes an idle actor out of the pool (None when none is idle), as Ray's pop_idle."""
+        return self._idle.pop() if self.has_free() else None
+
+    def push(self, actor):
+        """Adds an actor to the pool (Ray's push); a waiting submission starts on it."""
+        if actor in self._idle or any(a == actor for a, _ in self._busy.values()):
+            raise ValueError("actor %r is already in the pool" % (actor,))
+        self._idle.append(actor)
+        if self._pending:
+            self.submit(*self._pending.pop(0))
 
     def map(self, fn, values):
         for v in values:
