@@ -30,6 +30,7 @@ from orb import _core, _export
 from orb import exceptions
 from orb import util  # noqa: F401
 from orb._core import ObjectRef
+from orb._generator import ObjectRefGenerator
 from orb._serialization import Serialized, deserialize
 from orb.actor import ActorClass, ActorHandle
 from orb.cross_language import cpp_actor_class, cpp_function
@@ -37,7 +38,7 @@ from orb.remote_function import RemoteFunction
 
 __all__ = ["init", "shutdown", "is_initialized", "put", "get", "wait", "remote", "method", "get_actor", "kill",
            "cancel", "nodes", "cluster_resources", "available_resources", "get_runtime_context", "cpp_function",
-           "cpp_actor_class", "ObjectRef", "ActorHandle",
+           "cpp_actor_class", "ObjectRef", "ObjectRefGenerator", "ActorHandle",
            "exceptions", "util"]
 
 
@@ -191,11 +192,14 @@ def remote(*args, **options):
 
 
 def method(**options):
-    """Ray's @ray.method: options for one actor method (num_returns=1 only, for now)."""
-    if options.get("num_returns", 1) != 1 or set(options) - {"num_returns"}:
-        raise ValueError("@orb.method supports num_returns=1 only, for now")
+    """Ray's @ray.method: default options for calls of one actor method, as
+    `.options()` takes them (num_returns=2: each call returns two refs)."""
+    from orb import _options
+    _options.check(options, _options.METHOD_OPTIONS, "@orb.method")
+    _options.num_returns(options)
 
     def mark(function):
+        function.__orb_method_options__ = dict(options)
         return function
     return mark
 
@@ -228,8 +232,10 @@ def cancel(ref, *, force=False, recursive=True):
     actor calls (ValueError), as in Ray. Only the process that submitted the task can
     cancel it (ValueError otherwise)."""
     _check_initialized("cancel")
+    if isinstance(ref, ObjectRefGenerator):  # a streaming task, as Ray's
+        ref = ref.completed()
     if not isinstance(ref, ObjectRef):
-        raise TypeError("orb.cancel() takes an ObjectRef, not %s" % type(ref).__name__)
+        raise TypeError("orb.cancel() takes an ObjectRef or an ObjectRefGenerator, not %s" % type(ref).__name__)
     _core.cancel(ref, bool(force), bool(recursive))
 
 

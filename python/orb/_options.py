@@ -4,13 +4,15 @@ import json
 
 TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "retry_exceptions", "name",
                 "scheduling_strategy", "placement_group", "placement_group_bundle_index", "label_selector",
-                "runtime_env", "num_returns", "memory_growth", "max_memory"}
+                "runtime_env", "num_returns", "memory_growth", "max_memory", "_generator_backpressure_num_objects"}
 ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespace", "lifetime", "max_restarts",
                  "max_task_retries", "max_concurrency", "scheduling_strategy", "placement_group",
                  "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists"}
-METHOD_OPTIONS = {"name", "num_returns"}
+METHOD_OPTIONS = {"name", "num_returns", "_generator_backpressure_num_objects"}
+STREAMING = "streaming"  # num_returns of a generator whose items stream to the caller
 
 LANGUAGE_PYTHON = 1
+MAX_NUM_RETURNS = 1 << 16  # the core's bound (task_options_check.h)
 
 
 def check(options, allowed, what):
@@ -113,12 +115,39 @@ def task_options(options):
             out[key] = _number(options, key)
     if out.get("memory_growth", 0) not in (0, 0.0) and out["memory_growth"] <= 1:
         raise ValueError("memory_growth must be more than 1 (or 0: off), not %r" % options["memory_growth"])
-    if options.get("num_returns", 1) != 1:
-        raise ValueError("num_returns other than 1 is not supported yet: return a tuple")
+    out.update(returns_options(options))
     if options.get("runtime_env"):
         out["runtime_env"] = _runtime_env(options["runtime_env"])
     _placement(options, out)
     return out
+
+
+def num_returns(options):
+    """The num_returns option, checked: how many refs `.remote()` returns (0: none, and
+    `.remote()` returns None, as Ray's), or STREAMING (an ObjectRefGenerator)."""
+    value = options.get("num_returns", 1)
+    if value is None:
+        return 1
+    if value == STREAMING:
+        return value
+    if value == "dynamic":
+        raise ValueError("num_returns=\"dynamic\" is not supported (Ray deprecates it): use num_returns=\"streaming\"")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("num_returns must be a non-negative integer, not %r" % (value,))
+    if value > MAX_NUM_RETURNS:
+        raise ValueError("num_returns must be at most %d, not %d" % (MAX_NUM_RETURNS, value))
+    return value
+
+
+def returns_options(options):
+    """TaskOptionsData's num_returns, streaming and generator_backpressure fields."""
+    count = num_returns(options)
+    bound = options.get("_generator_backpressure_num_objects")
+    if bound is not None and bound != -1:
+        bound = _int(options, "_generator_backpressure_num_objects", 1)
+    if count != STREAMING:
+        return {"num_returns": max(1, count)}
+    return {"num_returns": 1, "streaming": True, "generator_backpressure": 0 if bound in (None, -1) else bound}
 
 
 def actor_options(options):

@@ -13,8 +13,12 @@ import sys
 import threading
 
 from orb import _arguments, _core, _export
+from orb.actor import _is_async_class
 from orb._serialization import RawValue, Serialized, serialize_error
 from orb.cross_language import pack_value, unpack_value
+
+# The num_returns the core asks of a streaming generator task.
+STREAMING = -1
 
 # Calls from C++ name "pyx:<module>:<name>" (a method: "pyx:<name>"); their values are
 # msgpack, and a failure is raised to the C++ core (the caller's TaskError), not stored.
@@ -49,8 +53,9 @@ class Executor:
         self._loop = None
         self._loop_lock = threading.Lock()
         self._async_calls = {}  # thread ident -> the future of the async call it waits for
+        self._async_classes = {}  # actor class -> whether it is an async actor
 
-    def run_task(self, descriptor, args):
+    def run_task(self, descriptor, args, num_returns=1):
         if descriptor.startswith(CROSS):
             try:
                 return _cross_result(_import(descriptor)(*_cross_args(args)), descriptor[len(CROSS):])
@@ -60,8 +65,8 @@ class Executor:
         try:
             function = _export.load(descriptor)
             positional, keywords = _arguments.unpack(args)
-            return self._result(function(*positional, **keywords), name)
-        except Exception as e:  # the task's failure is its result
+            return self._results(function(*positional, **keywords), name, num_returns)
+        except Exception as e:  # the task's failure is its result (every return's)
             return serialize_error(name, e)
         finally:
             _flush()
@@ -79,7 +84,7 @@ class Executor:
         finally:
             _flush()
 
-    def call_method(self, instance, name, args):
+    def call_method(self, instance, name, args, num_returns=1):
         if name.startswith(CROSS):
             name = name[len(CROSS):]
             qualified = "%s.%s" % (type(instance).__qualname__, name)
@@ -93,13 +98,33 @@ class Executor:
             if method is None or not callable(method):
                 raise AttributeError("actor class %s has no method %r" % (type(instance).__qualname__, name))
             positional, keywords = _arguments.unpack(args)
-            return self._result(self._invoke(method, positional, keywords), qualified)
+            if self._is_async_actor(instance) and not inspect.iscoroutinefunction(method) \
+                    and not inspect.isgeneratorfunction(method) and not inspect.isasyncgenfunction(method):
+                value = self._on_loop(method, positional, keywords)
+            else:
+                value = self._invoke(method, positional, keywords)
+            return self._results(value, qualified, num_returns)
         except _core.ActorExit:
             raise
         except Exception as e:
             return serialize_error(qualified, e)
         finally:
             _flush()
+
+    def _is_async_actor(self, instance):
+        cls = type(instance)
+        found = self._async_classes.get(cls)
+        if found is None:
+            found = self._async_classes[cls] = _is_async_class(cls)
+        return found
+
+    def _on_loop(self, method, positional, keywords):
+        """A sync method of an async actor runs on the actor's event loop thread, as in
+        Ray: it may use the loop's objects (set an asyncio.Event an async method awaits).
+        It runs to its end (a cancel does not stop it)."""
+        async def call():
+            return method(*positional, **keywords)
+        return asyncio.run_coroutine_threadsafe(call(), self._event_loop()).result()
 
     def _invoke(self, method, positional, keywords):
         """Calls a method; an `async def` one runs on the event loop while this thread waits."""
@@ -117,15 +142,56 @@ class Executor:
                 self._async_calls.pop(ident, None)
         return method(*positional, **keywords)
 
+    def _stream(self, generator, name):
+        """Hands each item the generator yields to the caller as it comes (waiting while
+        the caller's backpressure says so); the number of items. Stops early when nobody
+        reads the stream any more."""
+        if inspect.isasyncgen(generator):
+            generator = self._async_items(generator)
+        elif not inspect.isgenerator(generator):
+            raise TypeError("%s has num_returns=\"streaming\" but returned a %s, not a generator (use yield)"
+                            % (name, type(generator).__name__))
+        count = 0
+        try:
+            for item in generator:
+                stop = _core.report_generator_item(Serialized(item, what="item %d of %s" % (count, name)))
+                count += 1
+                if stop:
+                    break
+        finally:
+            generator.close()
+        return count
+
+    def _async_items(self, generator):
+        """An async generator's items, each awaited on the actor's event loop."""
+        loop = self._event_loop()
+        try:
+            while True:
+                try:
+                    yield asyncio.run_coroutine_threadsafe(generator.__anext__(), loop).result()
+                except StopAsyncIteration:
+                    return
+        finally:
+            asyncio.run_coroutine_threadsafe(generator.aclose(), loop).result()
+
     def cancel_async_call(self, ident):
         """orb.cancel of the actor call running on thread `ident`: cancels its coroutine
         when it is an async call (a sync call runs on); whether it did."""
         future = self._async_calls.get(ident)
         return future is not None and future.cancel()
 
-    @staticmethod
-    def _result(value, name):
-        return Serialized(value, what="the result of %s" % name)
+    def _results(self, value, name, num_returns):
+        """The serialized result; with num_returns > 1, a list of one per return (the
+        function returns that many values, as a tuple or list, as Ray requires); for a
+        streaming generator, the count of the items it streamed."""
+        if num_returns == STREAMING:
+            return Serialized(self._stream(value, name), what="the item count of %s" % name)
+        if num_returns == 1:
+            return Serialized(value, what="the result of %s" % name)
+        if not isinstance(value, (tuple, list)) or len(value) != num_returns:
+            got = "%d objects" % len(value) if isinstance(value, (tuple, list)) else "a %s" % type(value).__name__
+            raise ValueError("%s returned %s, but num_returns=%d" % (name, got, num_returns))
+        return [Serialized(v, what="return %d of %s" % (i + 1, name)) for i, v in enumerate(value)]
 
     def _event_loop(self):
         """The asyncio loop async methods run on (a thread of its own, started once)."""

@@ -1,10 +1,15 @@
 """@orb.remote classes: actors. `Cls.remote(*args)` starts one and returns its handle;
 `handle.method.remote(*args)` calls a method (in order, one at a time unless
 max_concurrency says otherwise; `async def` methods run on the worker's asyncio loop,
-many at once). Handles pickle: pass them to tasks and other actors."""
+many at once). Handles pickle: pass them to tasks and other actors.
+
+As in Ray, an actor with neither a name nor `lifetime="detached"` lives as long as a
+handle to it does, in any process: once the last goes (and the calls sent through it
+are done) the actor is killed, and its process and resources are freed."""
 import inspect
 
 from orb import _arguments, _core, _export, _options
+from orb._generator import ObjectRefGenerator
 
 
 def exit_actor():
@@ -20,6 +25,20 @@ def _is_async_class(cls):
                for _, m in inspect.getmembers(cls, predicate=inspect.isfunction))
 
 
+def _method_options(cls, methods):
+    """The options @orb.method gave the class's methods, by name; a generator method
+    streams by default (num_returns="streaming"), as in Ray."""
+    out = {}
+    for name in methods:
+        method = getattr(cls, name, None)
+        options = dict(getattr(method, "__orb_method_options__", None) or {})
+        if inspect.isgeneratorfunction(method) or inspect.isasyncgenfunction(method):
+            options.setdefault("num_returns", _options.STREAMING)
+        if options:
+            out[name] = options
+    return out
+
+
 def _method_signatures(cls, methods):
     """The signatures of the class's plain methods (and constructor) without self."""
     out = {}
@@ -32,8 +51,8 @@ def _method_signatures(cls, methods):
     return out
 
 
-# An async actor runs up to this many calls at once unless max_concurrency says.
-ASYNC_DEFAULT_CONCURRENCY = 100
+# An async actor runs up to this many calls at once unless max_concurrency says (Ray's).
+ASYNC_DEFAULT_CONCURRENCY = 1000
 
 
 class ActorClass:
@@ -48,6 +67,7 @@ class ActorClass:
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
         self._methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
         self._signatures = _method_signatures(cls, self._methods)
+        self._method_options = _method_options(cls, self._methods)
         self._descriptor = None
         self._pickled = None
         self.__name__ = cls.__name__
@@ -69,14 +89,21 @@ class ActorClass:
         if self._options.get("get_if_exists") and self._options.get("name"):
             found = _core.get_named_actor(self._options["name"], self._options.get("namespace") or "")
             if found:
-                return ActorHandle(found, self._cls.__qualname__, self._methods, self._signatures)
+                return self._handle(found)
         if self._descriptor is None:
             self._descriptor, self._pickled = _export.descriptor_of(self._cls)
         _export.export(self._descriptor, self._pickled)
         _arguments.check_call(self._signatures.get("__init__"), args, kwargs, self._cls.__qualname__)
         packed = _arguments.pack(args, kwargs, self._cls.__qualname__)
         actor_id = _core.create_actor(self._descriptor, packed, self._core_options)
-        return ActorHandle(actor_id, self._cls.__qualname__, self._methods, self._signatures)
+        # As Ray's: an actor with neither a name nor a detached lifetime lives as long as
+        # a handle to it does, in any process.
+        collected = not self._options.get("name") and self._options.get("lifetime") != "detached"
+        return self._handle(actor_id, _core.track_actor(actor_id) if collected else None)
+
+    def _handle(self, actor_id, lifetime_ref=None):
+        return ActorHandle(actor_id, self._cls.__qualname__, self._methods, self._signatures, self._method_options,
+                           lifetime_ref)
 
     def __reduce__(self):
         return ActorClass, (self._cls, self._options)
@@ -87,23 +114,27 @@ class ActorMethod:
         self._handle = handle
         self._name = name
         self._options = options or {}
+        self._num_returns = _options.num_returns(self._options)
 
     def remote(self, *args, **kwargs):
         name = "%s.%s" % (self._handle._class_name, self._name)
         _arguments.check_call(self._handle._signatures.get(self._name), args, kwargs, name)
         packed = _arguments.pack(args, kwargs, name)
-        return _core.submit_actor_task(self._handle._actor_id, self._name, packed, self._core_options())
+        refs = _core.submit_actor_task(self._handle._actor_id, self._name, packed, self._core_options(),
+                                       self._handle._lifetime_ref)
+        if self._num_returns == _options.STREAMING:
+            return ObjectRefGenerator(refs)
+        return None if self._num_returns == 0 else refs
 
     def options(self, **options):
         _options.check(options, _options.METHOD_OPTIONS, "an actor method")
-        if options.get("num_returns", 1) != 1:
-            raise ValueError("num_returns other than 1 is not supported yet: return a tuple")
         merged = dict(self._options)
         merged.update(options)
         return ActorMethod(self._handle, self._name, merged)
 
     def _core_options(self):
         out = {"language": _options.LANGUAGE_PYTHON}
+        out.update(_options.returns_options(self._options))
         if self._options.get("name"):
             out["name"] = str(self._options["name"])
         else:  # Ray's name for a call: Class.method
@@ -119,18 +150,22 @@ class ActorHandle:
     """A handle to an actor. Method names are checked when the class is known here (a
     handle from get_actor() or from another process checks them at the worker)."""
 
-    def __init__(self, actor_id, class_name, methods=None, signatures=None):
+    def __init__(self, actor_id, class_name, methods=None, signatures=None, method_options=None, lifetime_ref=None):
         self._actor_id = actor_id
+        # An actor collected with its handles: the ref every handle (and call) holds, whose
+        # release everywhere ends the actor (orb._core.track_actor); None otherwise.
+        self._lifetime_ref = lifetime_ref
         self._class_name = class_name
         self._methods = methods
         self._signatures = signatures or {}  # where the class is known here: calls are checked
+        self._method_options = method_options or {}  # @orb.method's, by method name
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         if self._methods is not None and name not in self._methods:
             raise AttributeError("actor class %s has no method %r" % (self._class_name, name))
-        return ActorMethod(self, name)
+        return ActorMethod(self, name, self._method_options.get(name))
 
     @property
     def actor_id(self):
@@ -146,4 +181,5 @@ class ActorHandle:
         return hash(self._actor_id)
 
     def __reduce__(self):
-        return ActorHandle, (self._actor_id, self._class_name, self._methods)
+        return ActorHandle, (self._actor_id, self._class_name, self._methods, None, self._method_options,
+                             self._lifetime_ref)

@@ -95,7 +95,7 @@ class _CppActorMethod:
 
     def remote(self, *args, **kwargs):
         return _core.submit_actor_task(self._handle._actor_id, self._name, _pack_args(args, kwargs, self._name),
-                                       {"language": LANGUAGE_CPP})
+                                       {"language": LANGUAGE_CPP}, None)
 
 
 class CppActorHandle:

@@ -84,6 +84,30 @@ class Echo:
         return x
 
 
+@orb.remote
+def count_up(n):
+    for i in range(n):
+        yield i
+
+
+@orb.remote
+class Streamer:
+    def tokens(self, n):
+        for i in range(n):
+            yield i
+
+
+@orb.remote
+class AsyncEcho:
+    async def echo(self, x):
+        return x
+
+
+def drain(generator):
+    for ref in generator:
+        orb.get(ref)
+
+
 def python_figures(timer):
     orb.get([noop.remote(0), noop.remote(1)])  # warm: the workers are started
     timer.measure("single_client_tasks_sync", "tasks/s", lambda: orb.get(noop.remote(0)))
@@ -94,6 +118,15 @@ def python_figures(timer):
     timer.measure("1_1_actor_calls_sync", "calls/s", lambda: orb.get(actor.echo.remote(0)))
     timer.measure("1_1_actor_calls_async", "calls/s",
                   lambda: orb.get([actor.echo.remote(i) for i in range(1000)]), multiplier=1000)
+    # Streaming generators: every item read as it comes (token-by-token serving's path).
+    timer.measure("single_client_generator_items", "items/s", lambda: drain(count_up.remote(1000)), multiplier=1000)
+    streamer = Streamer.remote()
+    timer.measure("1_1_actor_generator_items", "items/s", lambda: drain(streamer.tokens.remote(1000)),
+                  multiplier=1000)
+    async_actor = AsyncEcho.remote()
+    orb.get(async_actor.echo.remote(0))
+    timer.measure("1_1_async_actor_calls_async", "calls/s",
+                  lambda: orb.get([async_actor.echo.remote(i) for i in range(1000)]), multiplier=1000)
     timer.measure("single_client_put_calls", "calls/s", lambda: orb.put(0))
     ref = orb.put(1)
     timer.measure("single_client_get_calls", "calls/s", lambda: orb.get(ref))

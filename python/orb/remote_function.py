@@ -1,7 +1,9 @@
 """@orb.remote functions: `f.remote(*args)` runs f on a worker and returns an ObjectRef."""
 import functools
+import inspect
 
 from orb import _arguments, _core, _export, _options
+from orb._generator import ObjectRefGenerator
 
 
 class RemoteFunction:
@@ -9,9 +11,12 @@ class RemoteFunction:
         _options.check(options, _options.TASK_OPTIONS, "a remote function")
         self._function = function
         self._options = dict(options)
+        if inspect.isgeneratorfunction(function) and "num_returns" not in options:
+            self._options["num_returns"] = _options.STREAMING  # as Ray's: a generator streams
         self._core_options = _options.task_options(self._options)
         # Ray's name for a task: its function's (the state API, dashboard and timeline).
         self._core_options.setdefault("name", function.__qualname__)
+        self._no_returns = _options.num_returns(self._options) == 0  # as Ray's: .remote() gives None
         self._descriptor = None
         self._pickled = None
         self._signature = _arguments.signature_of(function)
@@ -35,7 +40,10 @@ class RemoteFunction:
         _export.export(self._descriptor, self._pickled)
         _arguments.check_call(self._signature, args, kwargs, self._function.__qualname__)
         packed = _arguments.pack(args, kwargs, self._function.__qualname__)
-        return _core.submit_task(self._descriptor, packed, self._core_options)
+        refs = _core.submit_task(self._descriptor, packed, self._core_options)
+        if self._core_options.get("streaming"):
+            return ObjectRefGenerator(refs)
+        return None if self._no_returns else refs
 
     def __reduce__(self):
         return RemoteFunction, (self._function, self._options)

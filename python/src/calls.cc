@@ -58,6 +58,9 @@ internal::TaskOptionsData ToTaskOptions(const py::dict& d) {
     o.resources_set = true;
   }
   Set(d, "max_retries", &o.max_retries);
+  Set(d, "num_returns", &o.num_returns);
+  Set(d, "streaming", &o.streaming);
+  Set(d, "generator_backpressure", &o.generator_backpressure);
   Set(d, "memory_growth", &o.memory_growth);
   Set(d, "max_memory", &o.max_memory);
   Set(d, "name", &o.name);
@@ -94,6 +97,14 @@ internal::ActorOptionsData ToActorOptions(const py::dict& d) {
 
 std::shared_ptr<PyObjectRef> NewRef(RefData ref) { return std::make_shared<PyObjectRef>(std::move(ref)); }
 
+// A task's returns as Python sees them: one ref, or a list of num_returns refs.
+py::object NewRefs(std::vector<RefData> refs, int num_returns) {
+  if (num_returns == 1) return py::cast(NewRef(std::move(refs.front())));
+  py::list out;
+  for (auto& ref : refs) out.append(NewRef(std::move(ref)));
+  return out;
+}
+
 }  // namespace
 
 void DefineCalls(py::module_& m) {
@@ -113,8 +124,12 @@ void DefineCalls(py::module_& m) {
   m.def("submit_task", [](const std::string& function, const py::list& args, const py::dict& options) {
     auto data = ToArgs(args);
     auto opts = ToTaskOptions(options);
-    py::gil_scoped_release release;
-    return NewRef(internal::SubmitTask(function, std::move(data), opts));
+    std::vector<RefData> refs;
+    {
+      py::gil_scoped_release release;
+      refs = internal::SubmitTaskReturns(function, std::move(data), opts);
+    }
+    return NewRefs(std::move(refs), opts.num_returns);
   });
   m.def("create_actor", [](const std::string& factory, const py::list& args, const py::dict& options) {
     auto data = ToArgs(args);
@@ -122,14 +137,35 @@ void DefineCalls(py::module_& m) {
     py::gil_scoped_release release;
     return py::bytes(internal::CreateActor(factory, std::move(data), opts));
   });
+  // `handles`: the ref that keeps the actor alive (track_actor), held by the call until
+  // it is done; None for an actor not collected.
   m.def("submit_actor_task",
-        [](const py::bytes& actor_id, const std::string& method, const py::list& args, const py::dict& options) {
+        [](const py::bytes& actor_id, const std::string& method, const py::list& args, const py::dict& options,
+           const py::object& handles) {
           auto data = ToArgs(args);
           auto opts = ToTaskOptions(options);
+          if (!handles.is_none() && !data.empty()) {
+            RefData held = handles.cast<const PyObjectRef&>().ref();
+            internal::AddLocalReference(held.id);  // dropped when the call is done
+            data.front().contained_refs.push_back(std::move(held));
+          }
           std::string id = actor_id;
-          py::gil_scoped_release release;
-          return NewRef(internal::SubmitActorTask(id, method, std::move(data), opts));
+          std::vector<RefData> refs;
+          {
+            py::gil_scoped_release release;
+            refs = internal::SubmitActorTaskReturns(id, method, std::move(data), opts);
+          }
+          return NewRefs(std::move(refs), opts.num_returns);
         });
+  m.def("track_actor", [](const py::bytes& actor_id) {
+    std::string id = actor_id;
+    RefData ref;
+    {
+      py::gil_scoped_release release;
+      ref = internal::TrackActorHandles(id);
+    }
+    return NewRef(std::move(ref));
+  });
   m.def("kill_actor", [](const py::bytes& actor_id, bool no_restart) {
     std::string id = actor_id;
     py::gil_scoped_release release;

@@ -9,6 +9,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "calls.h"
@@ -27,8 +29,62 @@ using orb::python::PyObjectRef;
 using orb::python::PyValue;
 using orb::python::RefsOf;
 
+namespace {
+
+// A get or wait that blocks the main thread waits in slices of this, running Python's
+// signal handlers between them, so that Ctrl-C (KeyboardInterrupt), a handler of the
+// program's own, or in a worker the cancel of its task ends the wait, as in Ray.
+constexpr int64_t kSignalCheckMs = 100;
+
+unsigned long main_thread_ident = 0;  // set when the module is imported
+
+bool WaitsInSlices(int64_t timeout_ms) {
+  return PyThread_get_thread_ident() == main_thread_ident && (timeout_ms < 0 || timeout_ms > kSignalCheckMs);
+}
+
+// Runs `wait(slice_ms)` (which returns whether it is done) with the GIL released until
+// it is done or timeout_ms (< 0: never) has passed; on the main thread (WaitsInSlices) in
+// slices, running signal handlers between them: an exception one raises ends it.
+template <class Wait>
+void WaitInterruptibly(int64_t timeout_ms, Wait&& wait) {
+  if (!WaitsInSlices(timeout_ms)) {
+    py::gil_scoped_release release;
+    wait(timeout_ms);
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  auto deadline = timeout_ms < 0 ? Clock::time_point::max() : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    int64_t slice = kSignalCheckMs;
+    if (deadline != Clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      slice = std::clamp<int64_t>(left, 0, kSignalCheckMs);
+    }
+    bool done;
+    {
+      py::gil_scoped_release release;
+      done = wait(slice);
+    }
+    if (done || Clock::now() >= deadline) return;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+// orb::internal::Wait, interruptible (above).
+std::vector<bool> WaitForRefs(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms) {
+  std::vector<bool> ready;
+  WaitInterruptibly(timeout_ms, [&](int64_t slice_ms) {
+    ready = orb::internal::Wait(refs, num_objects, slice_ms);
+    return std::count(ready.begin(), ready.end(), true) >= num_objects;
+  });
+  return ready;
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "orb's C++ core for the orb Python package (do not use directly)";
+  main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   // Exceptions: the C++ types, under the names orb.exceptions gives them. pybind11
   // tries the most recently registered translator first, so subclasses follow the base.
@@ -102,10 +158,20 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "get",
       [](const std::vector<std::shared_ptr<PyObjectRef>>& refs, int64_t timeout_ms) {
+        std::vector<RefData> data = RefsOf(refs);
+        if (WaitsInSlices(timeout_ms)) {
+          // Until all are ready (or the time is up): the get below then takes no wait.
+          auto start = std::chrono::steady_clock::now();
+          WaitForRefs(data, static_cast<int>(data.size()), timeout_ms);
+          if (timeout_ms >= 0) {
+            auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+            timeout_ms = std::max<int64_t>(0, timeout_ms - spent.count());
+          }
+        }
         std::vector<std::shared_ptr<ValueBuffer>> values;
         {
           py::gil_scoped_release release;
-          values = orb::internal::Get(RefsOf(refs), timeout_ms);
+          values = orb::internal::Get(data, timeout_ms);
         }
         std::vector<PyValue> out;
         out.reserve(values.size());
@@ -116,10 +182,28 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "wait",
       [](const std::vector<std::shared_ptr<PyObjectRef>>& refs, int num_returns, int64_t timeout_ms) {
-        py::gil_scoped_release release;
-        return orb::internal::Wait(RefsOf(refs), num_returns, timeout_ms);
+        return WaitForRefs(RefsOf(refs), num_returns, timeout_ms);
       },
       py::arg("refs"), py::arg("num_returns"), py::arg("timeout_ms"));
+  // A streaming task's next item: its ObjectRef, or None once the task ended with no
+  // more (GetTimeoutError after timeout_ms).
+  m.def(
+      "next_generator_item",
+      [](const std::shared_ptr<PyObjectRef>& task_ref, int64_t timeout_ms) -> py::object {
+        RefData item;
+        auto next = orb::internal::GeneratorNext::kTimedOut;
+        WaitInterruptibly(timeout_ms, [&](int64_t slice_ms) {
+          next = orb::internal::NextGeneratorItem(task_ref->ref(), slice_ms, &item);
+          return next != orb::internal::GeneratorNext::kTimedOut;
+        });
+        if (next == orb::internal::GeneratorNext::kItem) return py::cast(std::make_shared<PyObjectRef>(std::move(item)));
+        if (next == orb::internal::GeneratorNext::kEnd) return py::none();
+        throw orb::GetTimeoutError("no item of the generator came within " + std::to_string(timeout_ms) + " ms");
+      },
+      py::arg("task_ref"), py::arg("timeout_ms"));
+  m.def(
+      "drop_generator", [](const std::shared_ptr<PyObjectRef>& task_ref) { orb::internal::DropGenerator(task_ref->ref()); },
+      py::arg("task_ref"));
   m.def(
       "cancel",
       [](const std::shared_ptr<PyObjectRef>& ref, bool force, bool recursive) {

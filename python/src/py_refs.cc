@@ -2,9 +2,62 @@
 
 #include <pybind11/stl.h>
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 namespace py = pybind11;
 
 namespace orb::python {
+namespace {
+
+// Runs the Python callbacks of when_ready on a thread of its own, with the GIL, so that
+// the runtime's threads that signal readiness never wait for the GIL. A callback is a
+// raw py::object, freed here with the GIL held; one never called is leaked rather than
+// freed without the GIL.
+class ReadyNotifier {
+ public:
+  static ReadyNotifier& Instance() {
+    static ReadyNotifier* notifier = new ReadyNotifier();  // never destroyed: its thread runs on
+    return *notifier;
+  }
+  void Post(py::object* callback) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(callback);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  ReadyNotifier() { std::thread([this] { Run(); }).detach(); }
+  void Run() {
+    while (true) {
+      py::object* callback;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return !queue_.empty(); });
+        callback = queue_.front();
+        queue_.pop_front();
+      }
+      if (!Py_IsInitialized() || _Py_IsFinalizing()) continue;
+      py::gil_scoped_acquire gil;
+      try {
+        (*callback)();
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("orb: a when_ready callback");
+      }
+      delete callback;
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<py::object*> queue_;  // guarded by mu_
+};
+
+}  // namespace
 
 PyObjectRef::~PyObjectRef() {
   if (!internal::IsInitialized()) return;
@@ -57,6 +110,16 @@ void DefineRefs(py::module_& m) {
              return py::isinstance<PyObjectRef>(b) && a.ref().id == b.cast<const PyObjectRef&>().ref().id;
            })
       .def("__hash__", [](const PyObjectRef& r) { return py::hash(py::bytes(r.ref().id)); })
+      .def(
+          "future",
+          [](const std::shared_ptr<PyObjectRef>& r) { return py::module_::import("orb._async").attr("future_of")(r); },
+          "a concurrent.futures.Future of the value (Ray's ObjectRef.future())")
+      .def(
+          "__await__",
+          [](const std::shared_ptr<PyObjectRef>& r) {
+            return py::module_::import("orb._async").attr("awaitable_of")(r).attr("__await__")();
+          },
+          "`await ref` in async code: the value, without blocking the event loop")
       .def("__reduce__", [](const PyObjectRef& r) {
         // Pickled inside a value: recorded with a hold for whoever stores the value.
         internal::OnRefSerialized(r.ref());
@@ -82,6 +145,13 @@ void DefineRefs(py::module_& m) {
   py::class_<HeldRefs, std::shared_ptr<HeldRefs>>(m, "HeldRefs")
       .def(py::init([] { return std::make_shared<HeldRefs>(std::vector<internal::RefData>{}); }), "none")
       .def("__len__", &HeldRefs::size);
+  m.def(
+      "when_ready",
+      [](const std::shared_ptr<PyObjectRef>& ref, const py::function& callback) {
+        auto* held = new py::object(callback);
+        internal::WhenReady(ref->ref(), [held] { ReadyNotifier::Instance().Post(held); });
+      },
+      "calls `callback()` (on a thread of orb's, with the GIL) once the object is ready or known lost");
   m.def("take_serialized_refs", [] { return std::make_shared<HeldRefs>(internal::TakeSerializedRefs()); },
         "the ObjectRefs pickled on this thread since the last take, with their holds");
 }

@@ -135,6 +135,25 @@ std::string ResultBytes(const py::object& result) {
   return out;
 }
 
+// What the executor returned for a task with `internal::CurrentTaskNumReturns()` returns:
+// one value, or a list of them (num_returns > 1), whose first is the function's result
+// and the rest go to SetMoreReturns, each with the ObjectRefs pickled in it.
+std::string ReturnedBytes(const py::object& returned) {
+  if (!py::isinstance<py::list>(returned)) return ResultBytes(returned);
+  py::list values = returned.cast<py::list>();
+  std::vector<internal::ReturnData> more;
+  internal::ClearSerializedRefs();
+  for (size_t i = 1; i < values.size(); ++i) {
+    std::string bytes = ResultBytes(values[i]);
+    more.push_back(internal::ReturnData{std::move(bytes), internal::TakeSerializedRefs()});
+  }
+  internal::SetMoreReturns(std::move(more));
+  return ResultBytes(values[0]);
+}
+
+// The num_returns the executor is told: -1 for a streaming generator.
+int ReturnsAsked() { return internal::CurrentTaskStreams() ? -1 : internal::CurrentTaskNumReturns(); }
+
 struct PyInstance {
   py::object instance;
   ~PyInstance() {
@@ -149,7 +168,8 @@ void RunWorker(const py::object& executor) {
   internal::FunctionResolver resolver;
   resolver.function = [ex](const std::string& name) -> internal::Invoker {
     return [ex, name](const Args& args) {
-      return WithPython([&] { return ResultBytes(ex->attr("run_task")(name, ToPython(args))); });
+      int num_returns = ReturnsAsked();
+      return WithPython([&] { return ReturnedBytes(ex->attr("run_task")(name, ToPython(args), num_returns)); });
     };
   };
   resolver.factory = [ex](const std::string& name) -> internal::ActorFactory {
@@ -163,9 +183,10 @@ void RunWorker(const py::object& executor) {
   };
   resolver.method = [ex](const std::string& name) -> internal::ActorMethod {
     return [ex, name](void* self, const Args& args) {
+      int num_returns = ReturnsAsked();
       return WithPython([&] {
         const py::object& instance = static_cast<PyInstance*>(self)->instance;
-        return ResultBytes(ex->attr("call_method")(instance, name, ToPython(args)));
+        return ReturnedBytes(ex->attr("call_method")(instance, name, ToPython(args), num_returns));
       });
     };
   };
@@ -188,6 +209,17 @@ void RunWorker(const py::object& executor) {
 void DefineWorker(py::module_& m) {
   m.attr("ActorExit") = ActorExitType();
   m.def("run_worker", &RunWorker, "serves this worker's tasks with `executor`; never returns");
+  m.def(
+      "report_generator_item",
+      [](const py::object& value) {
+        internal::ClearSerializedRefs();
+        std::string bytes = ResultBytes(value);
+        internal::ReturnData item{std::move(bytes), internal::TakeSerializedRefs()};
+        py::gil_scoped_release release;
+        return internal::ReportGeneratorItem(std::move(item));
+      },
+      "hands the running streaming task's next item (serialized) to its caller; true when nobody reads the "
+      "stream any more");
   m.def("take_interrupt", [] { return interrupt_wanted.exchange(false); },
         "whether a cancel asked to interrupt the running task (and forget that it did)");
 }

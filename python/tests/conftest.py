@@ -11,6 +11,21 @@ import orb
 BIN = os.environ.get("ORB_TEST_BIN_DIR", "")
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """One embedded cluster of 2 CPUs for a test module's tests (a module may define its own)."""
+    orb.init(num_cpus=2)
+    yield
+    orb.shutdown()
+
+
+@pytest.fixture
+def scratch():
+    """A directory of its own for a test, where tasks leave marks the test reads."""
+    with tempfile.TemporaryDirectory(prefix="orb-test-") as d:
+        yield d
+
+
 @pytest.fixture
 def embedded():
     """orb.init() with no address: a GCS and a raylet for this test, stopped after it."""

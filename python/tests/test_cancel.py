@@ -2,27 +2,13 @@
 or killed, children go with their parent, actor calls as Ray treats them."""
 import asyncio
 import os
-import tempfile
+import signal
 import time
 
 import pytest
 
 import orb
 from orb.exceptions import TaskCancelledError
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    orb.init(num_cpus=2)
-    yield
-    orb.shutdown()
-
-
-@pytest.fixture
-def marks():
-    """A directory where tasks leave marks, so a test can see what ran."""
-    with tempfile.TemporaryDirectory(prefix="orb-cancel-") as d:
-        yield d
 
 
 @orb.remote
@@ -58,40 +44,40 @@ def wait_for_file(path, timeout=20):
     return False
 
 
-def test_a_queued_task_never_runs(cluster, marks):
+def test_a_queued_task_never_runs(cluster, scratch):
     # Both CPUs busy: the third task waits in the owner's queue.
-    busy = [sleep_then_mark.remote(2, os.path.join(marks, "busy%d" % i)) for i in range(2)]
-    queued = sleep_then_mark.remote(0, os.path.join(marks, "queued"))
+    busy = [sleep_then_mark.remote(2, os.path.join(scratch, "busy%d" % i)) for i in range(2)]
+    queued = sleep_then_mark.remote(0, os.path.join(scratch, "queued"))
     orb.cancel(queued)
     with pytest.raises(TaskCancelledError, match="cancelled before it ran"):
         orb.get(queued, timeout=10)
     assert orb.get(busy, timeout=30) == ["finished", "finished"]
     time.sleep(0.5)
-    assert not os.path.exists(os.path.join(marks, "queued"))
+    assert not os.path.exists(os.path.join(scratch, "queued"))
 
 
-def test_a_running_task_gets_keyboard_interrupt_and_its_worker_goes_on(cluster, marks):
+def test_a_running_task_gets_keyboard_interrupt_and_its_worker_goes_on(cluster, scratch):
     started = time.time()
-    ref = interruptible.remote(os.path.join(marks, "interrupted"))
+    ref = interruptible.remote(os.path.join(scratch, "interrupted"))
     time.sleep(1.5)  # running, inside time.sleep
     orb.cancel(ref)
     with pytest.raises(TaskCancelledError, match="cancelled while it ran"):
         orb.get(ref, timeout=20)
     assert time.time() - started < 15
-    assert wait_for_file(os.path.join(marks, "interrupted"))
+    assert wait_for_file(os.path.join(scratch, "interrupted"))
     # The same workers run later tasks undisturbed (no interrupt left over for them).
-    assert orb.get([sleep_then_mark.remote(0.3, os.path.join(marks, "after%d" % i)) for i in range(4)],
+    assert orb.get([sleep_then_mark.remote(0.3, os.path.join(scratch, "after%d" % i)) for i in range(4)],
                    timeout=30) == ["finished"] * 4
 
 
-def test_force_kills_the_worker(cluster, marks):
-    ref = sleep_then_mark.remote(30, os.path.join(marks, "forced"))
+def test_force_kills_the_worker(cluster, scratch):
+    ref = sleep_then_mark.remote(30, os.path.join(scratch, "forced"))
     time.sleep(1.5)
     orb.cancel(ref, force=True)
     with pytest.raises(TaskCancelledError):
         orb.get(ref, timeout=20)
     time.sleep(1)
-    assert not os.path.exists(os.path.join(marks, "forced"))
+    assert not os.path.exists(os.path.join(scratch, "forced"))
     assert orb.get(pid.remote(), timeout=30) > 0  # a new worker serves on
 
 
@@ -101,8 +87,8 @@ def parent(path):
     return orb.get(child)
 
 
-def test_recursive_cancel_takes_the_children_too(cluster, marks):
-    child_mark = os.path.join(marks, "child")
+def test_recursive_cancel_takes_the_children_too(cluster, scratch):
+    child_mark = os.path.join(scratch, "child")
     ref = parent.remote(child_mark)
     time.sleep(2)  # the parent waits on its running child
     orb.cancel(ref)
@@ -173,3 +159,44 @@ def test_an_async_actor_call_is_cancelled_in_its_coroutine(cluster):
     with pytest.raises(TaskCancelledError):
         orb.get(ref, timeout=20)
     assert orb.get(actor.was_cancelled.remote(), timeout=20) is True
+
+
+@orb.remote
+def waits_on_child(path):
+    child = sleep_then_mark.remote(8, path)
+    return orb.get(child)
+
+
+def test_a_task_blocked_in_get_is_interrupted_by_a_cancel(cluster, scratch):
+    ref = waits_on_child.remote(os.path.join(scratch, "child-of-blocked"))
+    time.sleep(1.5)  # the parent is inside orb.get
+    started = time.time()
+    orb.cancel(ref, recursive=False)
+    with pytest.raises(TaskCancelledError):
+        orb.get(ref, timeout=30)
+    assert time.time() - started < 5, "the cancel waited for the child the task was blocked on"
+
+
+class Alarm(Exception):
+    pass
+
+
+def test_a_signal_handler_interrupts_a_blocking_get_in_the_driver(cluster, scratch):
+    def on_alarm(signum, frame):
+        raise Alarm()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        ref = sleep_then_mark.remote(10, os.path.join(scratch, "alarmed-get"))
+        started = time.time()
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(Alarm):
+            orb.get(ref)
+        assert time.time() - started < 3
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(Alarm):
+            orb.wait([ref], num_returns=1)
+        orb.cancel(ref, force=True)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -194,7 +194,7 @@ void ActorSubmitter::OnBatchDoneLocked(const std::string& actor_id, uint64_t bat
         // The worker itself says the actor is gone (ExitActor): send nothing more there
         // until the GCS reports its end.
         if (found->second->value().error().type() == rpc::ACTOR_DIED) actor.reachable = false;
-        Complete(call.spec, std::move(*found->second->mutable_value()));
+        Complete(call.spec, std::move(*found->second->mutable_value()), std::move(*found->second->mutable_more_values()));
       }
     }
     return Pump(actor_id, actor);
@@ -234,7 +234,7 @@ bool ActorSubmitter::CompleteEarly(rpc::TaskResult result) {
     if (call.spec.task_id() != result.task_id() || call.done) continue;
     call.done = true;
     if (result.value().error().type() == rpc::ACTOR_DIED) actor.reachable = false;  // ExitActor
-    Complete(call.spec, std::move(*result.mutable_value()));
+    Complete(call.spec, std::move(*result.mutable_value()), std::move(*result.mutable_more_values()));
     return true;
   }
   return false;
@@ -302,7 +302,7 @@ void ActorSubmitter::FailCall(const Call& call, rpc::ErrorType type, const std::
   Complete(call.spec, std::move(value));
 }
 
-void ActorSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+void ActorSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value, MoreReturnValues more) {
   if (events_) {
     events_->RecordSpec(spec, value.has_error() ? rpc::FAILED : rpc::FINISHED, value.has_error() ? &value.error() : nullptr);
   }
@@ -310,7 +310,7 @@ void ActorSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value)
     if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }
   for (const auto& ref : spec.inlined_refs()) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.object_id()));
-  objects_->SetReady(ObjectID::FromBinary(spec.return_id()), std::move(value));
+  SetReturnsReady(objects_, spec, std::move(value), std::move(more));
 }
 
 }  // namespace orb

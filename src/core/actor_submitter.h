@@ -32,6 +32,7 @@
 #include "common/id.h"
 #include "common/rpc.h"
 #include "core/object_table.h"
+#include "core/task_returns.h"
 #include "common/task_pusher.h"
 #include "gcs_service.grpc.pb.h"
 
@@ -88,7 +89,8 @@ class ActorSubmitter {
   void OnActorInfo(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
   void OnActorInfoLocked(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
   void FailCall(const Call& call, rpc::ErrorType type, const std::string& message);
-  void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
+  // `more`: the values of returns 2..num_returns.
+  void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value, MoreReturnValues more = {});
   static std::string Describe(const rpc::ActorInfo& info);
   // Issues the RPCs decided under mu_. REQUIRES: mu_ not held (a callback that runs at
   // once would take it again).

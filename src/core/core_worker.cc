@@ -12,6 +12,8 @@
 #include "common/call_stream_protocol.h"
 #include "common/call_stream_routes.h"
 #include "core/task_options_check.h"
+#include "core/generator_streams.h"
+#include "core/task_returns.h"
 #include "common/metric_samples.h"
 #include "common/metrics.h"
 #include "common/resources.h"
@@ -33,6 +35,7 @@ class CoreWorkerGrpcService : public RpcService {
   ORB_SERVICE_METHOD(GetObjectStatus)
   ORB_SERVICE_METHOD(UpdateBorrowers)
   ORB_SERVICE_METHOD(ReportTaskResults)
+  ORB_SERVICE_METHOD(ReportGeneratorItem)
   ORB_SERVICE_METHOD(Exit)
   ORB_SERVICE_METHOD(CancelTask)
   ORB_SERVICE_METHOD(ListOwnedObjects)
@@ -137,6 +140,7 @@ absl::Status CoreWorker::Start() {
         UpdateBorrowersAt(owner, OwnerString(), {id}, -holds, /*wait=*/false);
       },
       MaxLineageBytes());
+  streams_ = std::make_unique<GeneratorStreams>(objects_.get());
 
   // Serve before registering, so the raylet can hand out our address at once.
   TaskReceiver::Hooks hooks;
@@ -146,16 +150,9 @@ absl::Status CoreWorker::Start() {
     internal::RefData data{ref.object_id(), ref.owner().ip() + ":" + std::to_string(ref.owner().port())};
     return GetOne(data, forever);
   };
-  hooks.store_result = [this](const rpc::TaskSpec& spec, std::string bytes, const std::vector<internal::RefData>& refs) {
-    rpc::ObjectValue value;
-    try {
-      value = StoreValue(ObjectID::FromBinary(spec.return_id()), std::move(bytes), spec.caller());
-    } catch (...) {
-      for (const auto& ref : refs) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.id));
-      throw;
-    }
-    HandOverRefs(refs, spec.caller(), &value);
-    return value;
+  hooks.store_result = [this](const rpc::TaskSpec& spec, const std::string& object_id, std::string bytes,
+                               const std::vector<internal::RefData>& refs) {
+    return StoreReturn(spec, ObjectID::FromBinary(object_id), std::move(bytes), refs);
   };
   hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
   hooks.on_task_ran = [this](const rpc::TaskSpec& spec, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error) {
@@ -292,6 +289,26 @@ std::string CoreWorker::OwnerString() const {
   return self_address_.ip() + ":" + std::to_string(self_address_.port());
 }
 
+rpc::ObjectValue CoreWorker::StoreReturn(const rpc::TaskSpec& spec, const ObjectID& id, std::string bytes,
+                                         const std::vector<internal::RefData>& refs) {
+  rpc::ObjectValue value;
+  try {
+    value = StoreValue(id, std::move(bytes), spec.caller());
+  } catch (...) {
+    for (const auto& ref : refs) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.id));
+    throw;
+  }
+  HandOverRefs(refs, spec.caller(), &value);
+  return value;
+}
+
+std::vector<internal::RefData> CoreWorker::RefsTo(const std::vector<ObjectID>& ids) const {
+  std::vector<internal::RefData> refs;
+  refs.reserve(ids.size());
+  for (const ObjectID& id : ids) refs.push_back(internal::RefData{id.Binary(), OwnerString()});
+  return refs;
+}
+
 std::string CoreWorker::CurrentTaskId() const { return current_task_id; }
 
 std::string CoreWorker::TaskIdHex() const {
@@ -350,6 +367,13 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   rpc::TaskSpec spec;
   TaskID task = TaskID::FromRandom();
   ObjectID return_id = ObjectID::ForTaskReturn(task, 1);
+  if (options.num_returns > 1) spec.set_num_returns(options.num_returns);
+  if (options.streaming) {
+    if (options.num_returns != 1) throw Error("a streaming generator task has no num_returns of its own");
+    if (options.generator_backpressure < 0) throw Error("generator backpressure must be >= 0 items (0: no bound)");
+    spec.set_streaming(true);
+    spec.set_generator_backpressure(options.generator_backpressure);
+  }
   spec.set_task_id(task.Binary());
   spec.set_job_id(options_.job_id.Binary());
   spec.set_function_name(function_name);
@@ -445,10 +469,11 @@ std::string CoreWorker::EffectiveRuntimeEnv(const std::string& requested) const 
   return SerializeRuntimeEnv(MergeRuntimeEnv(parent.ok() ? *parent : RuntimeEnvSpec(), *child));
 }
 
-internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                                         const internal::TaskOptionsData& options) {
+std::vector<internal::RefData> CoreWorker::SubmitTask(const std::string& function_name,
+                                                      std::vector<internal::ArgData> args,
+                                                      const internal::TaskOptionsData& options) {
   rpc::TaskSpec spec = BuildSpec(function_name, std::move(args), options, /*default_cpu=*/true);
-  ObjectID return_id = ObjectID::FromBinary(spec.return_id());
+  std::vector<ObjectID> returns = ReturnIds(spec);
   // One spec, shared by the queue and (when the task may run again) the lineage.
   auto shared = std::make_shared<const rpc::TaskSpec>(std::move(spec));
   std::shared_ptr<const rpc::TaskSpec> lineage;
@@ -461,10 +486,11 @@ internal::RefData CoreWorker::SubmitTask(const std::string& function_name, std::
   } else {
     lineage = shared;
   }
-  objects_->AddPending(return_id, std::move(lineage), std::move(not_reconstructable));
-  canceller_->OnSubmitted(current_task_id, return_id);
+  for (const ObjectID& id : returns) objects_->AddPending(id, lineage, not_reconstructable);
+  if (shared->streaming()) streams_->Add(*shared);
+  canceller_->OnSubmitted(current_task_id, returns[0]);
   submitter_->Submit(std::move(shared));
-  return internal::RefData{return_id.Binary(), OwnerString()};
+  return RefsTo(returns);
 }
 
 void CoreWorker::SetBlocked(bool blocked) {
@@ -656,6 +682,14 @@ void CoreWorker::HandleReportTaskResults(const rpc::ReportTaskResultsRequest& re
     if (actor_submitter_) actor_submitter_->CompleteEarly(result);
   }
   send(grpc::Status::OK);
+}
+
+void CoreWorker::HandleReportGeneratorItem(const rpc::ReportGeneratorItemRequest& req, rpc::ReportGeneratorItemReply* reply,
+                                           SendReply send) {
+  streams_->OnItem(req, [reply, send](bool stop) {
+    reply->set_stop(stop);
+    send(grpc::Status::OK);
+  });
 }
 
 void CoreWorker::CancelTask(const std::string& object_id, bool force, bool recursive) {

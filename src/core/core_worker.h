@@ -26,6 +26,7 @@
 #include "common/rpc.h"
 #include "common/rpc_server.h"
 #include "core/actor_submitter.h"
+#include "core/generator_streams.h"
 #include "core/object_table.h"
 #include "core/runtime.h"
 #include "core/store_client.h"
@@ -71,8 +72,8 @@ class CoreWorker : public Runtime {
   static absl::StatusOr<std::unique_ptr<CoreWorker>> Connect(CoreWorkerOptions options);
   ~CoreWorker() override;
 
-  internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                               const internal::TaskOptionsData& options) override;
+  std::vector<internal::RefData> SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
+                                            const internal::TaskOptionsData& options) override;
   internal::RefData PutWith(size_t size, const std::function<void(char*)>& write) override;
   std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
                                                           int64_t timeout_ms) override;
@@ -91,10 +92,21 @@ class CoreWorker : public Runtime {
   // Actors (core_worker_actors.cc). IDs are binary.
   std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                           const internal::ActorOptionsData& options) override;
-  internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                    std::vector<internal::ArgData> args, const internal::TaskOptionsData& options) override;
+  std::vector<internal::RefData> SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                                 std::vector<internal::ArgData> args,
+                                                 const internal::TaskOptionsData& options) override;
   void KillActor(const std::string& actor_id, bool no_restart) override { KillActor(actor_id, no_restart, ""); }
   void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason);
+  internal::RefData TrackActorHandles(const std::string& actor_id) override;
+
+  // Streaming generators (generator_streams.h; core_worker_objects.cc).
+  internal::GeneratorNext NextGeneratorItem(const internal::RefData& task_ref, int64_t timeout_ms,
+                                            internal::RefData* item) override;
+  void DropGenerator(const internal::RefData& task_ref) override;
+  // Calls `callback` once the object is ready (or known lost): owned ones when they
+  // complete, borrowed ones through long polls to their owner.
+  void WhenReady(const internal::RefData& ref, std::function<void()> callback) override;
+  bool ReportGeneratorItem(internal::ReturnData item) override;
   // orb::Cancel (task_canceller.h); `object_id` is binary.
   void CancelTask(const std::string& object_id, bool force, bool recursive) override;
   // Empty when no live actor has that name.
@@ -139,6 +151,8 @@ class CoreWorker : public Runtime {
   void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
   void HandleCancelTask(const rpc::CancelTaskRequest& req, rpc::CancelTaskReply* reply, SendReply send);
   // A worker's results that came before the rest of their batch (TaskReceiver).
+  void HandleReportGeneratorItem(const rpc::ReportGeneratorItemRequest& req, rpc::ReportGeneratorItemReply* reply,
+                                 SendReply send);
   void HandleReportTaskResults(const rpc::ReportTaskResultsRequest& req, rpc::ReportTaskResultsReply* reply,
                                SendReply send);
   void HandleUpdateBorrowers(const rpc::UpdateBorrowersRequest& req, rpc::UpdateBorrowersReply* reply, SendReply send);
@@ -222,12 +236,18 @@ class CoreWorker : public Runtime {
     std::vector<bool> ready;  // guarded by mu
     size_t num_ready = 0;     // guarded by mu
     bool done = false;        // guarded by mu: the Wait returned; stop asking
+    std::function<void()> on_ready;  // WhenReady's: run once, at the first ready
     void Mark(size_t i) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (ready[i]) return;
-      ready[i] = true;
-      ++num_ready;
-      cv.notify_all();
+      std::function<void()> callback;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (ready[i]) return;
+        ready[i] = true;
+        ++num_ready;
+        cv.notify_all();
+        callback.swap(on_ready);
+      }
+      if (callback) callback();
     }
   };
   // Long-polls `owner` for borrowed object `id` until it is ready or `deadline`.
@@ -235,6 +255,12 @@ class CoreWorker : public Runtime {
                  std::chrono::steady_clock::time_point deadline);
   void SetBlocked(bool blocked);
   std::string OwnerString() const;
+  // Stores return `id` of the task `spec` runs here for its caller (inline or in the
+  // store), handing the refs inside it over to the caller.
+  rpc::ObjectValue StoreReturn(const rpc::TaskSpec& spec, const ObjectID& id, std::string bytes,
+                               const std::vector<internal::RefData>& refs);
+  // Refs to objects this process owns (a task's returns), each holding its first reference.
+  std::vector<internal::RefData> RefsTo(const std::vector<ObjectID>& ids) const;
 
   CoreWorkerOptions options_;
   NodeID node_id_;
@@ -250,6 +276,7 @@ class CoreWorker : public Runtime {
   std::unique_ptr<TaskPusher> pusher_;
   std::unique_ptr<RayletClientPool> raylet_clients_;
   std::unique_ptr<ObjectTable> objects_;
+  std::unique_ptr<GeneratorStreams> streams_;  // streaming tasks this process submitted
   std::unique_ptr<StoreClient> store_;
   std::unique_ptr<TaskSubmitter> submitter_;
   std::unique_ptr<ActorSubmitter> actor_submitter_;

@@ -51,21 +51,24 @@ std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector
   return id.Binary();
 }
 
-internal::RefData CoreWorker::SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                              std::vector<internal::ArgData> args,
-                                              const internal::TaskOptionsData& options) {
+std::vector<internal::RefData> CoreWorker::SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                                           std::vector<internal::ArgData> args,
+                                                           const internal::TaskOptionsData& options) {
   if (ActorID::FromBinary(actor_id).IsNil()) throw Error("this actor handle is empty (default-constructed?)");
   if (!options.placement_group_id.empty()) throw Error("an actor call runs in its actor's placement group");
   rpc::TaskSpec spec = BuildSpec(method_name, std::move(args), options, /*default_cpu=*/false);
   spec.clear_resources();  // validated above; the call runs on the actor's resources
   spec.set_actor_id(actor_id);
   spec.set_max_retries(0);  // the actor's max_task_retries governs
-  ObjectID return_id = ObjectID::FromBinary(spec.return_id());
-  objects_->AddPending(return_id, nullptr,
-                       "it was made by actor method '" + method_name + "', and actor calls do not run again to rebuild a result");
-  canceller_->OnSubmitted(CurrentTaskId(), return_id);
+  std::vector<ObjectID> returns = ReturnIds(spec);
+  for (const ObjectID& id : returns) {
+    objects_->AddPending(id, nullptr,
+                         "it was made by actor method '" + method_name + "', and actor calls do not run again to rebuild a result");
+  }
+  if (spec.streaming()) streams_->Add(spec);
+  canceller_->OnSubmitted(CurrentTaskId(), returns[0]);
   actor_submitter_->Submit(std::move(spec));
-  return internal::RefData{return_id.Binary(), OwnerString()};
+  return RefsTo(returns);
 }
 
 void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const std::string& reason) {
@@ -75,6 +78,34 @@ void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const s
   request.set_reason(reason);
   CallGcs<rpc::KillActorReply>(ORB_RPC(KillActor), request, "cannot kill actor " + ActorID::FromBinary(actor_id).Hex());
   if (actor_submitter_) actor_submitter_->OnKilled(actor_id, no_restart);
+}
+
+internal::RefData CoreWorker::TrackActorHandles(const std::string& actor_id) {
+  if (ActorID::FromBinary(actor_id).IsNil()) throw Error("this actor handle is empty (default-constructed?)");
+  internal::RefData ref = PutWith(1, [](char* nil) { *nil = static_cast<char>(0xc0); });
+  objects_->OnFree(ObjectID::FromBinary(ref.id), [this, actor_id] {
+    // Freed on whatever thread dropped the last hold, maybe under a submitter's lock:
+    // the kill goes from the loop, without waiting for the GCS.
+    loop_.Post([this, actor_id] {
+      spdlog::debug("actor {}: no handle is left; killing it", ActorID::FromBinary(actor_id).Hex());
+      rpc::KillActorRequest request;
+      request.set_actor_id(actor_id);
+      request.set_no_restart(true);
+      request.set_reason("no handle to it is left (every handle went out of scope)");
+      CallOptions call;
+      call.timeout = std::chrono::seconds(30);
+      gcs_->Call<rpc::KillActorReply>(
+          ORB_RPC(KillActor), request,
+          [actor_id](const absl::Status& status, rpc::KillActorReply&&) {
+            if (!status.ok()) {
+              spdlog::warn("actor {}: no handle is left, but killing it failed: {}", ActorID::FromBinary(actor_id).Hex(),
+                           status.ToString());
+            }
+          },
+          call);
+    });
+  });
+  return ref;
 }
 
 std::string CoreWorker::GetNamedActor(const std::string& name, const std::string& ray_namespace) {

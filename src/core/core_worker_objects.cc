@@ -8,6 +8,8 @@
 
 #include "core/core_worker.h"
 #include "core/errors_from_proto.h"
+#include "core/generator_streams.h"
+#include "core/task_returns.h"
 
 namespace orb {
 namespace {
@@ -355,6 +357,62 @@ void CoreWorker::HandleListOwnedObjects(const rpc::ListOwnedObjectsRequest&, rpc
     out->set_holds(b.holds);
   }
   send(grpc::Status::OK);
+}
+
+internal::GeneratorNext CoreWorker::NextGeneratorItem(const internal::RefData& task_ref, int64_t timeout_ms,
+                                                      internal::RefData* item) {
+  std::string task_id = ObjectID(ObjectID::FromBinary(task_ref.id)).Task().Binary();
+  ObjectID id;
+  switch (streams_->Read(task_id, DeadlineFor(timeout_ms), &id)) {
+    case GeneratorStreams::Next::kItem:
+      *item = internal::RefData{id.Binary(), OwnerString()};
+      return internal::GeneratorNext::kItem;
+    case GeneratorStreams::Next::kEnd:
+      return internal::GeneratorNext::kEnd;
+    case GeneratorStreams::Next::kTimedOut:
+      return internal::GeneratorNext::kTimedOut;
+    case GeneratorStreams::Next::kUnknown:
+      break;
+  }
+  throw Error("object " + ObjectID::FromBinary(task_ref.id).Hex() +
+              " is not the ref of a streaming generator task this process submitted and reads (only the submitter "
+              "reads its items, once)");
+}
+
+void CoreWorker::WhenReady(const internal::RefData& ref, std::function<void()> callback) {
+  ObjectID id = ObjectID::FromBinary(ref.id);
+  if (objects_->OnReady(id, [callback](ObjectValuePtr) { callback(); })) return;
+  auto state = std::make_shared<WaitState>();
+  state->ready.assign(1, false);
+  state->on_ready = std::move(callback);
+  PollOwner(state, 0, id, ref.owner, std::chrono::steady_clock::time_point::max());
+}
+
+void CoreWorker::DropGenerator(const internal::RefData& task_ref) {
+  streams_->Drop(ObjectID(ObjectID::FromBinary(task_ref.id)).Task().Binary());
+}
+
+bool CoreWorker::ReportGeneratorItem(internal::ReturnData item) {
+  const rpc::TaskSpec* spec = RunningTaskSpec();
+  if (!spec || !spec->streaming()) {
+    for (const auto& ref : item.refs) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.id));
+    throw Error("ReportGeneratorItem outside a streaming generator task");
+  }
+  int64_t index = NextGeneratorItemIndex();
+  rpc::ReportGeneratorItemRequest request;
+  request.set_task_id(spec->task_id());
+  request.set_index(index);
+  *request.mutable_value() = StoreReturn(*spec, ReturnId(*spec, static_cast<int>(index) + 2), std::move(item.value), item.refs);
+  CallOptions call;
+  call.timeout = std::chrono::hours(24);  // under backpressure the owner answers when its reader catches up
+  const rpc::Address& owner = spec->caller();
+  auto reply = worker_clients_->Get(owner.ip() + ":" + std::to_string(owner.port()))
+                   ->CallSync<rpc::ReportGeneratorItemReply>(ORB_RPC(ReportGeneratorItem), request, call);
+  if (!reply.ok()) {
+    throw OwnerDiedError("cannot hand item " + std::to_string(index) + " of generator '" + spec->function_name() +
+                         "' to its caller: " + std::string(reply.status().message()));
+  }
+  return reply->stop();
 }
 
 }  // namespace orb

@@ -257,9 +257,19 @@ void LocalModeRuntime::RunAndComplete(const std::string& return_id, const std::s
            std::move(contained));
 }
 
-internal::RefData LocalModeRuntime::SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                                               const internal::TaskOptionsData& options) {
+namespace {
+
+void CheckOneReturn(const internal::TaskOptionsData& options) {
+  if (options.num_returns != 1) throw Error("local mode runs tasks with one return (num_returns=1)");
+}
+
+}  // namespace
+
+std::vector<internal::RefData> LocalModeRuntime::SubmitTask(const std::string& function_name,
+                                                            std::vector<internal::ArgData> args,
+                                                            const internal::TaskOptionsData& options) {
   CheckTaskOptions(options);
+  CheckOneReturn(options);
   std::string return_id = NewObject();
   auto shared_args = std::make_shared<std::vector<internal::ArgData>>(std::move(args));
   std::vector<std::string> held = HoldArgs(*shared_args);
@@ -275,7 +285,7 @@ internal::RefData LocalModeRuntime::SubmitTask(const std::string& function_name,
         *shared_args);
     ReleaseAll(held);
   });
-  return internal::RefData{return_id, kOwner};
+  return {internal::RefData{return_id, kOwner}};
 }
 
 std::shared_ptr<LocalModeRuntime::Actor> LocalModeRuntime::FindActor(const std::string& actor_id) {
@@ -342,17 +352,19 @@ std::string LocalModeRuntime::CreateActor(const std::string& factory_name, std::
   return actor->id;
 }
 
-internal::RefData LocalModeRuntime::SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                                    std::vector<internal::ArgData> args,
-                                                    const internal::TaskOptionsData& options) {
+std::vector<internal::RefData> LocalModeRuntime::SubmitActorTask(const std::string& actor_id,
+                                                                 const std::string& method_name,
+                                                                 std::vector<internal::ArgData> args,
+                                                                 const internal::TaskOptionsData& options) {
   if (ActorID::FromBinary(actor_id).IsNil()) throw Error("this actor handle is empty (default-constructed?)");
   CheckTaskOptions(options);
+  CheckOneReturn(options);
   std::string return_id = NewObject();
   std::shared_ptr<Actor> actor = FindActor(actor_id);
   if (!actor) {
     Complete(return_id, nullptr,
              std::make_exception_ptr(ActorDiedError("actor " + ActorID::FromBinary(actor_id).Hex() + " is not known")), {});
-    return internal::RefData{return_id, kOwner};
+    return {internal::RefData{return_id, kOwner}};
   }
   auto shared_args = std::make_shared<std::vector<internal::ArgData>>(std::move(args));
   std::vector<std::string> held = HoldArgs(*shared_args);
@@ -392,7 +404,7 @@ internal::RefData LocalModeRuntime::SubmitActorTask(const std::string& actor_id,
     }
     ReleaseAll(held);
   });
-  return internal::RefData{return_id, kOwner};
+  return {internal::RefData{return_id, kOwner}};
 }
 
 void LocalModeRuntime::KillActor(const std::string& actor_id, bool no_restart) {

@@ -33,8 +33,9 @@ class LocalModeRuntime : public Runtime {
   LocalModeRuntime(const Config& config, const std::string& runtime_env);
   ~LocalModeRuntime() override;
 
-  internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                               const internal::TaskOptionsData& options) override;
+  // Tasks here have one return (num_returns > 1: orb::Error).
+  std::vector<internal::RefData> SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
+                                            const internal::TaskOptionsData& options) override;
   internal::RefData PutWith(size_t size, const std::function<void(char*)>& write) override;
   std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
                                                           int64_t timeout_ms) override;
@@ -46,9 +47,9 @@ class LocalModeRuntime : public Runtime {
 
   std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                           const internal::ActorOptionsData& options) override;
-  internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                    std::vector<internal::ArgData> args,
-                                    const internal::TaskOptionsData& options) override;
+  std::vector<internal::RefData> SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                                 std::vector<internal::ArgData> args,
+                                                 const internal::TaskOptionsData& options) override;
   void KillActor(const std::string& actor_id, bool no_restart) override;
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) override;
   std::string CurrentActorId() const override;

@@ -76,8 +76,13 @@ void ObjectTable::SetReady(const ObjectID& id, rpc::ObjectValue value) {
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.value || it->second.released) {
       // Nobody references it any more, or it completed already (a retried task that
-      // finished twice): free a store copy the task made, and what its value held.
-      if (it == entries_.end() && ptr->kind_case() == rpc::ObjectValue::kInStoreNodeId) {
+      // finished twice; a task re-run for another of its returns): free a store copy the
+      // task made, unless it is the copy recorded, and what its value held.
+      bool stored = ptr->kind_case() == rpc::ObjectValue::kInStoreNodeId;
+      bool recorded = it != entries_.end() && it->second.value &&
+                      it->second.value->kind_case() == rpc::ObjectValue::kInStoreNodeId &&
+                      it->second.value->in_store_node_id() == ptr->in_store_node_id();
+      if (stored && (it == entries_.end() || (it->second.value && !recorded))) {
         effects.freed_in_store.emplace_back(id, ptr->in_store_node_id());
       }
       effects.release.insert(effects.release.end(), contained.begin(), contained.end());
@@ -98,6 +103,14 @@ void ObjectTable::TakeOverHold(const rpc::ObjectRefProto& ref) {
   b.owner = OwnerOf(ref);
   b.holds += 1;
   b.registered += 1;
+}
+
+bool ObjectTable::OnFree(const ObjectID& id, std::function<void()> on_free) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return false;
+  it->second.on_free = std::move(on_free);
+  return true;
 }
 
 bool ObjectTable::IsOwned(const ObjectID& id) const {
@@ -189,6 +202,7 @@ bool ObjectTable::MaybeFree(std::unordered_map<ObjectID, Entry>::iterator it, Ef
     e.contained.clear();
     e.value = nullptr;
     e.released = true;
+    if (e.on_free) effects->callbacks.push_back(std::move(e.on_free));
   }
   // Still an argument in the lineage of a live object: keep the entry (and its own
   // lineage) so that object can be rebuilt.

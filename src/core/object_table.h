@@ -85,6 +85,10 @@ class ObjectTable {
   WaitOutcome WaitReady(const std::vector<ObjectID>& ids, size_t num_ready,
                         std::chrono::steady_clock::time_point deadline) const;
 
+  // Calls `on_free` (once, with no lock held) when the owned object `id` is freed: no
+  // ref to it is left in any process. False when it is not owned here.
+  bool OnFree(const ObjectID& id, std::function<void()> on_free);
+
   // Calls `callback` once the object is ready (at once if it is). Returns false when
   // the object is not owned here.
   bool OnReady(const ObjectID& id, std::function<void(ObjectValuePtr)> callback);
@@ -162,6 +166,7 @@ class ObjectTable {
     std::map<std::string, int> borrowers;  // address -> holds
     std::vector<ObjectID> contained;       // held while this object lives
     std::vector<std::function<void(ObjectValuePtr)>> on_ready;
+    std::function<void()> on_free;
     std::shared_ptr<const rpc::TaskSpec> lineage;  // the task that makes it, if it may run again
     std::string not_reconstructable;                // why not, when lineage is null
     int reconstructions = 0;
@@ -182,7 +187,7 @@ class ObjectTable {
       int holds;
     };
     std::vector<Released> borrows_released;
-    std::vector<std::function<void()>> callbacks;  // on_ready callbacks to run
+    std::vector<std::function<void()>> callbacks;  // on_ready and on_free callbacks to run
     // An object became ready: wake the Get()s waiting, once the lock is let go (woken
     // under it, a waiter would only block again on the lock).
     bool notify_ready = false;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "orb/api.h"
@@ -16,9 +17,11 @@ class Runtime {
  public:
   virtual ~Runtime() = default;
 
-  // Tasks and objects. RefData results carry one reference.
-  virtual internal::RefData SubmitTask(const std::string& function_name, std::vector<internal::ArgData> args,
-                                       const internal::TaskOptionsData& options) = 0;
+  // Tasks and objects. RefData results carry one reference; a task's, one per return
+  // (options.num_returns).
+  virtual std::vector<internal::RefData> SubmitTask(const std::string& function_name,
+                                                    std::vector<internal::ArgData> args,
+                                                    const internal::TaskOptionsData& options) = 0;
   virtual internal::RefData PutWith(size_t size, const std::function<void(char*)>& write) = 0;
   virtual std::vector<std::shared_ptr<internal::ValueBuffer>> Get(const std::vector<internal::RefData>& refs,
                                                                   int64_t timeout_ms) = 0;
@@ -32,10 +35,33 @@ class Runtime {
   // Actors. IDs are binary.
   virtual std::string CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                                   const internal::ActorOptionsData& options) = 0;
-  virtual internal::RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name,
-                                            std::vector<internal::ArgData> args,
-                                            const internal::TaskOptionsData& options) = 0;
+  virtual std::vector<internal::RefData> SubmitActorTask(const std::string& actor_id, const std::string& method_name,
+                                                         std::vector<internal::ArgData> args,
+                                                         const internal::TaskOptionsData& options) = 0;
   virtual void KillActor(const std::string& actor_id, bool no_restart) = 0;
+  // Streaming generators (internal::NextGeneratorItem...). Not in local mode.
+  virtual internal::GeneratorNext NextGeneratorItem(const internal::RefData& task_ref, int64_t timeout_ms,
+                                                    internal::RefData* item) {
+    throw Error("streaming generators need a cluster (they are not supported in local mode)");
+  }
+  virtual void DropGenerator(const internal::RefData& task_ref) {}
+  virtual bool ReportGeneratorItem(internal::ReturnData item) {
+    throw Error("streaming generators need a cluster (they are not supported in local mode)");
+  }
+  // internal::WhenReady. Local mode: a thread that waits.
+  virtual void WhenReady(const internal::RefData& ref, std::function<void()> callback) {
+    std::thread([this, ref, callback = std::move(callback)] {
+      try {
+        Wait({ref}, 1, -1);
+      } catch (...) {
+      }
+      callback();
+    }).detach();
+  }
+  // internal::TrackActorHandles. Local mode: an object that tracks nothing.
+  virtual internal::RefData TrackActorHandles(const std::string& actor_id) {
+    return PutWith(1, [](char* nil) { *nil = static_cast<char>(0xc0); });
+  }
   // orb::Cancel. Where every task runs at once (local mode) there is nothing to cancel.
   virtual void CancelTask(const std::string& object_id, bool force, bool recursive) {}
   virtual std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) = 0;

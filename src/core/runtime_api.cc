@@ -1,4 +1,5 @@
 // The functions behind <orb/api.h>: one CoreWorker per process, created by Init.
+#include <stdexcept>
 #include <unistd.h>
 
 #include <algorithm>
@@ -236,7 +237,24 @@ bool KvGet(const std::string& ns, const std::string& key, std::string* value) {
 
 bool IsLocalMode() { return g_runtime && !g_worker; }
 
+namespace {
+
+void CheckOneReturn(const TaskOptionsData& options) {
+  if (options.num_returns != 1) {
+    throw std::invalid_argument("a task with num_returns=" + std::to_string(options.num_returns) +
+                                " is submitted with SubmitTaskReturns / SubmitActorTaskReturns");
+  }
+}
+
+}  // namespace
+
 RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options) {
+  CheckOneReturn(options);
+  return TheRuntime().SubmitTask(function_name, std::move(args), options).front();
+}
+
+std::vector<RefData> SubmitTaskReturns(const std::string& function_name, std::vector<ArgData> args,
+                                       const TaskOptionsData& options) {
   return TheRuntime().SubmitTask(function_name, std::move(args), options);
 }
 
@@ -250,16 +268,36 @@ std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_
   return TheRuntime().Wait(refs, num_objects, timeout_ms);
 }
 
+void WhenReady(const RefData& ref, std::function<void()> callback) { TheRuntime().WhenReady(ref, std::move(callback)); }
+
 std::string CreateActor(const std::string& factory_name, std::vector<ArgData> args, const ActorOptionsData& options) {
   return TheRuntime().CreateActor(factory_name, std::move(args), options);
 }
 
 RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args,
                         const TaskOptionsData& options) {
+  CheckOneReturn(options);
+  return TheRuntime().SubmitActorTask(actor_id, method_name, std::move(args), options).front();
+}
+
+std::vector<RefData> SubmitActorTaskReturns(const std::string& actor_id, const std::string& method_name,
+                                            std::vector<ArgData> args, const TaskOptionsData& options) {
   return TheRuntime().SubmitActorTask(actor_id, method_name, std::move(args), options);
 }
 
 void KillActor(const std::string& actor_id, bool no_restart) { TheRuntime().KillActor(actor_id, no_restart); }
+
+RefData TrackActorHandles(const std::string& actor_id) { return TheRuntime().TrackActorHandles(actor_id); }
+
+GeneratorNext NextGeneratorItem(const RefData& task_ref, int64_t timeout_ms, RefData* item) {
+  return TheRuntime().NextGeneratorItem(task_ref, timeout_ms, item);
+}
+
+void DropGenerator(const RefData& task_ref) {
+  if (g_runtime) TheRuntime().DropGenerator(task_ref);
+}
+
+bool ReportGeneratorItem(ReturnData item) { return TheRuntime().ReportGeneratorItem(std::move(item)); }
 
 void CancelTask(const std::string& object_id, bool force, bool recursive) {
   TheRuntime().CancelTask(object_id, force, recursive);

@@ -13,6 +13,10 @@ namespace orb {
 void CheckTaskOptions(const internal::TaskOptionsData& options) {
   if (auto s = ResourceSet::Validate(options.resources); !s.ok()) throw Error(std::string(s.message()));
   if (options.max_retries < 0) throw Error("max_retries must be >= 0");
+  if (options.num_returns < 1 || options.num_returns > kMaxNumReturns) {
+    throw Error("num_returns must be between 1 and " + std::to_string(kMaxNumReturns) + ", not " +
+                std::to_string(options.num_returns));
+  }
   if (options.memory_growth != 0) {
     if (!(options.memory_growth > 1) || !std::isfinite(options.memory_growth)) {
       throw Error("memory_growth must be more than 1 (or 0: off), not " + std::to_string(options.memory_growth));

@@ -8,6 +8,9 @@
 
 namespace orb {
 
+// The most returns a task may have (num_returns).
+constexpr int kMaxNumReturns = 1 << 16;
+
 void CheckTaskOptions(const internal::TaskOptionsData& options);
 void CheckActorOptions(const internal::ActorOptionsData& options);
 void CheckPlacementGroupOptions(const PlacementGroupCreationOptions& options);

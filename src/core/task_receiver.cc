@@ -7,6 +7,7 @@
 
 #include "common/unix_time.h"
 #include "core/exception_names.h"
+#include "core/task_returns.h"
 #include "orb/internal/function_registry.h"
 
 namespace orb {
@@ -172,13 +173,13 @@ void TaskReceiver::Stop() {
 
 TaskReceiver::BatchResults::BatchResults(const rpc::PushTasksRequest& request)
     : results_(request.tasks_size()), done_(request.tasks_size(), false) {
-  for (int i = 0; i < request.tasks_size(); ++i) slot_by_return_id_[request.tasks(i).return_id()] = i;
+  for (int i = 0; i < request.tasks_size(); ++i) {
+    std::vector<ObjectID> returns = ReturnIds(request.tasks(i));
+    for (size_t r = 0; r < returns.size(); ++r) made_[returns[r].Binary()] = Made{i, static_cast<int>(r) + 1};
+  }
 }
 
-int TaskReceiver::BatchResults::SlotOf(const std::string& object_id) const {
-  auto it = slot_by_return_id_.find(object_id);
-  return it == slot_by_return_id_.end() ? -1 : it->second;
-}
+bool TaskReceiver::BatchResults::Makes(const std::string& object_id) const { return made_.count(object_id) > 0; }
 
 void TaskReceiver::BatchResults::Set(int slot, rpc::TaskResult result) {
   {
@@ -189,10 +190,14 @@ void TaskReceiver::BatchResults::Set(int slot, rpc::TaskResult result) {
   cv_.notify_all();
 }
 
-const rpc::ObjectValue& TaskReceiver::BatchResults::Await(int slot) {
+const rpc::ObjectValue& TaskReceiver::BatchResults::Await(const std::string& object_id) {
+  Made made = made_.at(object_id);
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_[slot]; });
-  return results_[slot].value();  // never changes once set
+  cv_.wait(lock, [&] { return done_[made.slot]; });
+  const rpc::TaskResult& result = results_[made.slot];  // never changes once set
+  // A failed task's one error stands for every return.
+  if (made.index == 1 || made.index - 2 >= result.more_values_size()) return result.value();
+  return result.more_values(made.index - 2);
 }
 
 void TaskReceiver::BatchResults::MoveInto(rpc::PushTasksReply* reply, int from) {
@@ -277,6 +282,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
   result.set_return_id(spec.return_id());
   auto fail = [&](rpc::ErrorType type, const std::string& message) {
     internal::ClearSerializedRefs();  // a failed task returns no refs
+    result.clear_more_values();       // its one error stands for every return
     result.mutable_value()->mutable_error()->set_type(type);
     result.mutable_value()->mutable_error()->set_message(message);
     return result;
@@ -317,6 +323,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
   }
   hooks_.set_current_task(spec.task_id());
   std::string output;
+  std::vector<internal::ReturnData> more;  // returns 2..num_returns
   try {
     std::vector<std::shared_ptr<internal::ValueBuffer>> args;
     args.reserve(spec.args_size());
@@ -324,13 +331,15 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
       if (arg.has_ref()) {
         // Made by an earlier task of this batch: only this process has it yet. (A
         // later task of the batch can never be an argument: it is not submitted yet.)
-        int slot = batch->SlotOf(arg.ref().object_id());
-        args.push_back(hooks_.resolve_arg(arg.ref(), slot >= 0 ? &batch->Await(slot) : nullptr));
+        const std::string& id = arg.ref().object_id();
+        args.push_back(hooks_.resolve_arg(arg.ref(), batch->Makes(id) ? &batch->Await(id) : nullptr));
       } else {
         args.push_back(std::make_shared<InlineArg>(&arg.value()));
       }
     }
+    ReturnsScope returns(spec);
     output = call(args);
+    more = returns.TakeMore();
   } catch (const internal::ActorExitSignal&) {
     hooks_.set_current_task("");
     exit_requested_ = true;
@@ -358,8 +367,18 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
   }
   hooks_.set_current_task("");
   std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
+  int num_returns = NumReturns(spec);
+  if (num_returns > 1 && more.empty()) {
+    // It handed back one value (a failure, raised again by whoever reads it): every
+    // return is that value.
+    for (int i = 2; i <= num_returns; ++i) more.push_back(internal::ReturnData{output, {}});
+  }
   try {
-    *result.mutable_value() = hooks_.store_result(spec, std::move(output), returned_refs);
+    *result.mutable_value() = hooks_.store_result(spec, spec.return_id(), std::move(output), returned_refs);
+    for (size_t i = 0; i < more.size(); ++i) {
+      *result.add_more_values() =
+          hooks_.store_result(spec, ReturnId(spec, static_cast<int>(i) + 2).Binary(), std::move(more[i].value), more[i].refs);
+    }
   } catch (const orb::OutOfDiskError& e) {
     return fail(rpc::OUT_OF_DISK, spec.function_name() + ": cannot store the result: " + e.what());
   } catch (const std::exception& e) {

@@ -63,9 +63,11 @@ class TaskReceiver {
     // `known`: its value when this process made it (see above), else null.
     std::function<std::shared_ptr<internal::ValueBuffer>(const rpc::ObjectRefProto&, const rpc::ObjectValue* known)>
         resolve_arg;
-    // Stores a result: inline when small, else in the object store on the caller's behalf.
-    // `refs`: ObjectRefs serialized in it, each held once, handed over to the caller.
-    std::function<rpc::ObjectValue(const rpc::TaskSpec&, std::string, const std::vector<internal::RefData>& refs)>
+    // Stores the task's return `object_id` (binary): inline when small, else in the object
+    // store on the caller's behalf. `refs`: ObjectRefs serialized in it, each held once,
+    // handed over to the caller.
+    std::function<rpc::ObjectValue(const rpc::TaskSpec&, const std::string& object_id, std::string,
+                                   const std::vector<internal::RefData>& refs)>
         store_result;
     // Marks which task the current thread runs (empty when done).
     std::function<void(const std::string& task_id)> set_current_task;
@@ -106,18 +108,23 @@ class TaskReceiver {
   class BatchResults {
    public:
     explicit BatchResults(const rpc::PushTasksRequest& request);
-    // The slot of the task in this batch that returns `object_id`, or -1.
-    int SlotOf(const std::string& object_id) const;
+    // Whether a task in this batch returns `object_id`.
+    bool Makes(const std::string& object_id) const;
     void Set(int slot, rpc::TaskResult result);
-    // Waits until slot `slot` is set.
-    const rpc::ObjectValue& Await(int slot);
+    // Waits until the task of this batch that returns `object_id` is done: that value.
+    // REQUIRES: Makes(object_id).
+    const rpc::ObjectValue& Await(const std::string& object_id);
     // Moves the results from slot `from` on into `reply`, in task order. REQUIRES: all set.
     void MoveInto(rpc::PushTasksReply* reply, int from = 0);
     // Copies of the results of slots [from, to). REQUIRES: those are set.
     std::vector<rpc::TaskResult> Copy(int from, int to);
 
    private:
-    std::unordered_map<std::string, int> slot_by_return_id_;  // constant after construction
+    struct Made {
+      int slot;
+      int index;  // which of its task's returns (1-based)
+    };
+    std::unordered_map<std::string, Made> made_;  // by return ID; constant after construction
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<rpc::TaskResult> results_;  // guarded by mu_

@@ -309,7 +309,7 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
 bool TaskSubmitter::CompleteEarly(rpc::TaskResult result) {
   std::optional<rpc::TaskSpec> spec = in_flight_.TakeEarly(result.task_id());
   if (!spec) return false;
-  Complete(*spec, std::move(*result.mutable_value()));
+  Complete(*spec, std::move(*result.mutable_value()), std::move(*result.mutable_more_values()));
   return true;
 }
 
@@ -321,7 +321,7 @@ void TaskSubmitter::CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::
     if (it == by_task.end()) {
       Fail(spec, rpc::WORKER_CRASHED, "the worker answered without a result for this task");
     } else {
-      Complete(spec, std::move(*it->second->mutable_value()));
+      Complete(spec, std::move(*it->second->mutable_value()), std::move(*it->second->mutable_more_values()));
     }
   }
 }
@@ -549,7 +549,7 @@ bool TaskSubmitter::IsCancelled(const std::string& task_id) {
   return !cancelled_.empty() && cancelled_.count(task_id) > 0;
 }
 
-void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) {
+void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value, MoreReturnValues more) {
   {
     std::lock_guard<std::mutex> lock(cancel_mu_);
     // A cancelled task that failed (interrupted, or its worker killed) failed because
@@ -569,7 +569,7 @@ void TaskSubmitter::Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value) 
     if (arg.has_ref()) objects_->RemoveTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
   }
   for (const auto& ref : spec.inlined_refs()) objects_->RemoveLocalRef(ObjectID::FromBinary(ref.object_id()));
-  objects_->SetReady(ObjectID::FromBinary(spec.return_id()), std::move(value));
+  SetReturnsReady(objects_, spec, std::move(value), std::move(more));
 }
 
 void TaskSubmitter::Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message) {

@@ -35,6 +35,7 @@
 #include "common/rpc.h"
 #include "core/in_flight_tasks.h"
 #include "core/object_table.h"
+#include "core/task_returns.h"
 #include "common/task_pusher.h"
 #include "core/worker_client_pool.h"
 #include "core_worker_service.grpc.pb.h"
@@ -140,7 +141,8 @@ class TaskSubmitter {
   void ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
                    bool worker_failed);
   // Complete and Fail are thread-safe.
-  void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value);
+  // `more`: the values of returns 2..num_returns.
+  void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value, MoreReturnValues more = {});
   void Fail(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message);
   bool IsCancelled(const std::string& task_id);
 

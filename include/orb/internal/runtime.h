@@ -61,6 +61,12 @@ struct TaskOptionsData {
   // bytes (0: no cap); 0: retried with the same request.
   double memory_growth = 0;
   double max_memory = 0;
+  // How many objects the task returns, each its own ref (SubmitTaskReturns).
+  int num_returns = 1;
+  // A streaming generator: its items are read with NextGeneratorItem as it yields them;
+  // at most `generator_backpressure` of them unread before it waits (0: no bound).
+  bool streaming = false;
+  int generator_backpressure = 0;
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so
@@ -92,7 +98,12 @@ bool IsInitialized();
 bool IsLocalMode();
 
 // SubmitTask and Put return a RefData that already holds one local reference.
+// REQUIRES: options.num_returns == 1 (else std::invalid_argument).
 RefData SubmitTask(const std::string& function_name, std::vector<ArgData> args, const TaskOptionsData& options);
+// A task with options.num_returns (>= 1) returns: a ref to each, in order, each holding
+// one local reference.
+std::vector<RefData> SubmitTaskReturns(const std::string& function_name, std::vector<ArgData> args,
+                                       const TaskOptionsData& options);
 // Stores a value of `size` bytes that `write` serializes straight into its final place
 // (the shared-memory store for large values): one copy instead of three.
 RefData PutWith(size_t size, const std::function<void(char* destination)>& write);
@@ -101,6 +112,9 @@ RefData PutWith(size_t size, const std::function<void(char* destination)>& write
 std::vector<std::shared_ptr<ValueBuffer>> Get(const std::vector<RefData>& refs, int64_t timeout_ms);
 // Ready flags, once `num_objects` are ready or the timeout passes.
 std::vector<bool> Wait(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms);
+// Calls `callback` once, on a thread of the runtime's, when the object is ready (or
+// known lost: a Get then says why); it must not block. For `await ref` in Python.
+void WhenReady(const RefData& ref, std::function<void()> callback);
 
 // Reference counting: an object is freed when no ObjectRef to it remains in its owner,
 // no pending task needs it, no other process borrows it and no live object holds it.
@@ -117,6 +131,34 @@ void OnRefSerialized(const RefData& ref);
 std::vector<RefData> TakeSerializedRefs();
 void ClearSerializedRefs();
 void OnRefDeserialized(const RefData& ref);
+
+// A value a task returns: serialized, with the ObjectRefs serialized in it (each held
+// once, as TakeSerializedRefs hands them).
+struct ReturnData {
+  std::string value;
+  std::vector<RefData> refs;
+};
+// Inside a running task: how many values its caller asked for (num_returns; 1 outside).
+int CurrentTaskNumReturns();
+// A task with num_returns = N > 1 hands returns 2..N here (N - 1 values, in order)
+// before its function (Invoker or ActorMethod) returns the first; one that does not
+// (it failed) gives every return its first value.
+void SetMoreReturns(std::vector<ReturnData> values);
+
+// Streaming generators. Inside a running task: whether it streams; then each item it
+// yields goes to its owner with ReportGeneratorItem, which returns once the owner has it
+// (under backpressure, once the reader caught up) — true when nobody reads the stream
+// any more and the generator may stop.
+bool CurrentTaskStreams();
+bool ReportGeneratorItem(ReturnData item);
+// The owner's reader of a streaming task (`task_ref`: the task's own ref, from
+// SubmitTask): the next item, its ref in `*item` holding one local reference; kEnd once
+// the task ended with no more items (read `task_ref` for how it ended); kTimedOut after
+// timeout_ms (< 0: never).
+enum class GeneratorNext { kItem, kEnd, kTimedOut };
+GeneratorNext NextGeneratorItem(const RefData& task_ref, int64_t timeout_ms, RefData* item);
+// The reader is gone: unread items are let go, and the generator is told to stop.
+void DropGenerator(const RefData& task_ref);
 // While one lives on this thread, borrows are registered in one batch at its end.
 class BorrowScope {
  public:
@@ -131,7 +173,15 @@ std::string CreateActor(const std::string& factory_name, std::vector<ArgData> ar
 // `options`: name (and resources, checked but not scheduled: the actor's are used).
 RefData SubmitActorTask(const std::string& actor_id, const std::string& method_name, std::vector<ArgData> args,
                         const TaskOptionsData& options);
+// As SubmitTaskReturns, for an actor call.
+std::vector<RefData> SubmitActorTaskReturns(const std::string& actor_id, const std::string& method_name,
+                                            std::vector<ArgData> args, const TaskOptionsData& options);
 void KillActor(const std::string& actor_id, bool no_restart);
+// Ties the life of an actor this process created to a new object: once no ref to it is
+// left in any process (handles hold it and carry it when they are serialized; each call
+// holds it until done), the actor is killed. Returns that ref, holding one local
+// reference. In local mode actors are not collected.
+RefData TrackActorHandles(const std::string& actor_id);
 // Cancels the task that returns `object_id` (owned by this process): see orb::Cancel.
 void CancelTask(const std::string& object_id, bool force, bool recursive);
 // The binary ID of the live actor with that name, or empty.

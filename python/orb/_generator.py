@@ -1,0 +1,71 @@
+"""Ray's ObjectRefGenerator: what `.remote()` of a streaming generator task or actor
+method (num_returns="streaming") returns. Iterating it gives an ObjectRef per item the
+generator yields, as soon as it is yielded (not when the task ends); `for ref in gen`
+or `async for ref in gen`. If the generator raises, the item where it happened is a ref
+whose `orb.get` raises that error; the iteration then ends."""
+import asyncio
+
+from orb import _core
+
+
+class ObjectRefGenerator:
+    def __init__(self, task_ref):
+        self._task_ref = task_ref  # the task's own result: its item count, or its error
+        self._ended = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._next(-1)
+
+    def _next(self, timeout_ms):
+        if self._ended:
+            raise StopIteration
+        ref = _core.next_generator_item(self._task_ref, timeout_ms)
+        if ref is not None:
+            return ref
+        self._ended = True
+        if self._failed():
+            return self._task_ref  # the error, at the item where it happened
+        raise StopIteration
+
+    def _failed(self):
+        from orb import get
+        try:
+            get(self._task_ref)
+        except Exception:
+            return True
+        return False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        # The wait runs on a thread of the loop's executor: the loop goes on meanwhile.
+        ref = await asyncio.get_running_loop().run_in_executor(None, self._next_or_none)
+        if ref is None:
+            raise StopAsyncIteration
+        return ref
+
+    def _next_or_none(self):
+        try:
+            return self._next(-1)
+        except StopIteration:
+            return None
+
+    def completed(self):
+        """A ref ready when the task has ended (its value: the number of items)."""
+        return self._task_ref
+
+    def __del__(self):
+        try:
+            _core.drop_generator(self._task_ref)
+        except Exception:
+            pass  # the runtime is gone already
+
+    def __reduce__(self):
+        raise TypeError("an ObjectRefGenerator cannot be passed to other processes: only its submitter reads it")
+
+    def __repr__(self):
+        return "ObjectRefGenerator(%s)" % self._task_ref.hex()

@@ -1,0 +1,110 @@
+"""Actors live as long as a handle does (Ray's rule): once no handle to an unnamed,
+non-detached actor is left in any process, and the calls sent to it are done, its
+process ends and its resources are free again."""
+import os
+import time
+
+import orb
+
+
+@orb.remote(num_cpus=1)
+class Worker:
+    def pid(self):
+        return os.getpid()
+
+    def slow(self, seconds, value):
+        time.sleep(seconds)
+        return value
+
+
+@orb.remote(num_cpus=0)
+class Keeper:
+    def __init__(self):
+        self.kept = None
+
+    def keep(self, handles):
+        self.kept = handles[0]
+        return True
+
+    def ask(self):
+        return orb.get(self.kept.pid.remote())
+
+    def drop(self):
+        self.kept = None
+        return True
+
+
+@orb.remote(num_cpus=0)
+def pid_through(handles):
+    return orb.get(handles[0].pid.remote())
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_until(condition, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def cpus_free():
+    return orb.available_resources().get("CPU", 0)
+
+
+def test_deleting_the_last_handle_ends_the_actor_and_frees_its_cpu(cluster):
+    w = Worker.remote()
+    pid = orb.get(w.pid.remote())
+    assert wait_until(lambda: cpus_free() == 1)
+    del w
+    assert wait_until(lambda: not alive(pid)), "the actor's process outlived its last handle"
+    assert wait_until(lambda: cpus_free() == 2), "the actor's CPU was not freed"
+
+
+def test_calls_sent_before_the_handle_went_still_finish(cluster):
+    ref = Worker.remote().slow.remote(1.0, "done")  # the handle is gone at once
+    assert orb.get(ref, timeout=30) == "done"
+
+
+def test_a_handle_held_by_another_actor_keeps_the_actor_alive(cluster):
+    w = Worker.remote()
+    pid = orb.get(w.pid.remote())
+    keeper = Keeper.remote()
+    assert orb.get(keeper.keep.remote([w]))  # in a list: passed as a handle, not resolved
+    del w
+    time.sleep(1.0)
+    assert alive(pid)
+    assert orb.get(keeper.ask.remote()) == pid
+    assert orb.get(keeper.drop.remote())
+    assert wait_until(lambda: not alive(pid)), "the actor outlived the last handle, held by another actor"
+
+
+def test_a_handle_passed_to_a_task_is_released_when_the_task_ends(cluster):
+    w = Worker.remote()
+    pid = orb.get(w.pid.remote())
+    assert orb.get(pid_through.remote([w])) == pid
+    del w
+    assert wait_until(lambda: not alive(pid))
+
+
+def test_named_and_detached_actors_are_not_collected(cluster):
+    named = Worker.options(name="lifetime-named", num_cpus=0).remote()
+    named_pid = orb.get(named.pid.remote())
+    detached = Worker.options(lifetime="detached", num_cpus=0).remote()
+    detached_pid = orb.get(detached.pid.remote())
+    detached_id = detached._actor_id
+    del named, detached
+    time.sleep(1.5)
+    assert alive(named_pid) and alive(detached_pid)
+    assert orb.get(orb.get_actor("lifetime-named").pid.remote()) == named_pid
+    orb.kill(orb.get_actor("lifetime-named"))
+    orb.kill(orb.actor.ActorHandle(detached_id, "Worker"))
+    assert wait_until(lambda: not alive(named_pid) and not alive(detached_pid))

@@ -1,0 +1,115 @@
+"""ObjectRefs in async code and async actors as Ray's: `await ref`, `ref.future()`,
+`asyncio.gather(*refs)`; every method of an async actor on its one event loop."""
+import asyncio
+import threading
+import time
+
+import pytest
+
+import orb
+
+
+@orb.remote
+def square(x):
+    return x * x
+
+
+@orb.remote
+def slow_square(x, seconds):
+    time.sleep(seconds)
+    return x * x
+
+
+@orb.remote
+def fails():
+    raise KeyError("missing")
+
+
+@orb.remote
+class Signal:
+    def __init__(self):
+        self.event = asyncio.Event()
+
+    def send(self):  # a sync method: on the actor's event loop, so the wait wakes
+        self.event.set()
+        return threading.current_thread().name
+
+    async def wait(self):
+        await self.event.wait()
+        return "woken"
+
+
+@orb.remote
+class Sleeper:
+    async def nap(self, seconds):
+        await asyncio.sleep(seconds)
+        return 1
+
+    async def square_of(self, x):
+        return await square.remote(x)  # a ref awaited inside an actor
+
+    async def first_of(self, refs):
+        return await refs[0]  # a borrowed ref (it came inside a list)
+
+
+def test_await_a_ref_and_gather_many(cluster):
+    async def main():
+        one = await square.remote(7)
+        many = await asyncio.gather(*[square.remote(i) for i in range(20)])
+        return one, many
+
+    one, many = asyncio.run(main())
+    assert one == 49 and many == [i * i for i in range(20)]
+
+
+def test_awaiting_does_not_block_the_event_loop(cluster):
+    async def main():
+        ticks = 0
+
+        async def tick():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(tick())
+        value = await slow_square.remote(3, 1.0)
+        ticker.cancel()
+        return value, ticks
+
+    value, ticks = asyncio.run(main())
+    assert value == 9 and ticks >= 5
+
+
+def test_future_and_errors(cluster):
+    assert square.remote(5).future().result(timeout=30) == 25
+    with pytest.raises(KeyError):
+        fails.remote().future().result(timeout=30)
+
+    async def await_failure():
+        await fails.remote()
+
+    with pytest.raises(KeyError, match="missing"):
+        asyncio.run(await_failure())
+
+
+def test_a_sync_method_of_an_async_actor_runs_on_its_event_loop(cluster):
+    s = Signal.remote()
+    waiting = s.wait.remote()
+    time.sleep(0.3)
+    assert orb.get(s.send.remote()) == "orb-asyncio"
+    assert orb.get(waiting, timeout=10) == "woken"
+
+
+def test_an_async_actor_runs_many_calls_at_once_and_awaits_refs(cluster):
+    a = Sleeper.remote()
+    started = time.time()
+    assert sum(orb.get([a.nap.remote(1.0) for _ in range(200)], timeout=60)) == 200
+    assert time.time() - started < 8, "200 one-second naps did not overlap"
+    assert orb.get(a.square_of.remote(6)) == 36
+    assert orb.get(a.first_of.remote([square.remote(4)])) == 16
+
+
+def test_a_huge_max_concurrency_starts_and_serves(cluster):
+    a = Sleeper.options(max_concurrency=100000).remote()
+    assert orb.get(a.nap.remote(0), timeout=30) == 1

@@ -1,0 +1,208 @@
+"""Streaming generators (Ray's num_returns="streaming"): each item a remote generator
+yields reaches its caller as an ObjectRef as soon as it is yielded."""
+import asyncio
+import os
+import time
+
+import numpy as np
+import pytest
+
+import orb
+
+
+def wait_for_file(path, timeout=30):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.02)
+
+
+def read_count(path):
+    try:
+        with open(path) as f:
+            return int(f.read() or 0)
+    except FileNotFoundError:
+        return 0
+
+
+@orb.remote(num_returns="streaming")
+def gated(gate):
+    yield "first"
+    wait_for_file(gate)  # only once the caller has read the first item
+    yield "second"
+
+
+@orb.remote(num_returns="streaming")
+def count_to(n):
+    for i in range(n):
+        yield i
+
+
+@orb.remote(num_returns="streaming")
+def fails_after(n):
+    for i in range(n):
+        yield i
+    raise ValueError("broke after %d items" % n)
+
+
+@orb.remote(num_returns="streaming")
+def counted(n, progress, pause=0.0):
+    for i in range(n):
+        with open(progress, "w") as f:
+            f.write(str(i + 1))
+        yield i
+        time.sleep(pause)
+
+
+@orb.remote(num_returns="streaming")
+def arrays(n, size):
+    for i in range(n):
+        yield np.full(size, i, dtype=np.int32)
+
+
+@orb.remote(num_returns="streaming")
+def refs_inside():
+    yield orb.put("inner")
+
+
+@orb.remote(num_returns="streaming")
+def not_a_generator():
+    return 42
+
+
+@orb.remote(num_returns="streaming", max_retries=2)
+def dies_once(marker):
+    for i in range(5):
+        if i == 3 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker dies mid-stream: the task runs again
+        yield i
+
+
+@orb.remote
+class Tokenizer:
+    @orb.method(num_returns="streaming")
+    def tokens(self, text):
+        for word in text.split():
+            yield word
+
+
+@orb.remote
+class AsyncStreamer:
+    async def ticks(self, n):
+        for i in range(n):
+            await asyncio.sleep(0.001)
+            yield i * 10
+
+
+def test_each_item_reaches_the_caller_while_the_generator_still_runs(cluster, scratch):
+    gate = os.path.join(scratch, "gate")
+    gen = gated.remote(gate)
+    assert isinstance(gen, orb.ObjectRefGenerator)
+    first = next(gen)
+    assert isinstance(first, orb.ObjectRef)
+    assert orb.get(first) == "first"  # the task is still waiting for the gate
+    open(gate, "w").close()
+    assert orb.get(next(gen)) == "second"
+    with pytest.raises(StopIteration):
+        next(gen)
+
+
+def test_items_come_in_order_and_the_stream_ends(cluster):
+    assert [orb.get(r) for r in count_to.remote(500)] == list(range(500))
+    assert list(count_to.remote(0)) == []
+
+
+def test_an_exception_is_raised_at_the_item_where_it_happened(cluster):
+    refs = list(fails_after.remote(2))
+    assert len(refs) == 3
+    assert orb.get(refs[:2]) == [0, 1]
+    with pytest.raises(ValueError, match="broke after 2 items"):
+        orb.get(refs[2])
+
+
+def test_backpressure_pauses_the_generator_until_its_reader_catches_up(cluster, scratch):
+    progress = os.path.join(scratch, "progress")
+    gen = counted.options(_generator_backpressure_num_objects=2).remote(10, progress)
+    time.sleep(1.5)
+    assert read_count(progress) <= 3, "the generator ran ahead of its unread items"
+    assert [orb.get(r) for r in gen] == list(range(10))
+
+
+def test_dropping_the_generator_stops_the_producer(cluster, scratch):
+    progress = os.path.join(scratch, "progress")
+    gen = counted.remote(1000, progress, 0.01)
+    assert orb.get(next(gen)) == 0
+    del gen
+    time.sleep(1.0)
+    before = read_count(progress)
+    time.sleep(1.0)
+    assert read_count(progress) == before < 1000
+
+
+def test_async_iteration(cluster):
+    async def consume():
+        return [orb.get(ref) async for ref in count_to.remote(20)]
+
+    assert asyncio.run(consume()) == list(range(20))
+
+
+def test_large_items_and_items_holding_refs(cluster):
+    got = [orb.get(r) for r in arrays.remote(3, 300_000)]  # 1.2 MB each: in the object store
+    assert [int(a[0]) for a in got] == [0, 1, 2] and all(a.shape == (300_000,) for a in got)
+    inner = orb.get(next(refs_inside.remote()))
+    assert orb.get(inner) == "inner"
+
+
+def test_a_function_that_is_not_a_generator_is_a_clear_error(cluster):
+    refs = list(not_a_generator.remote())
+    assert len(refs) == 1
+    with pytest.raises(TypeError, match="not a generator"):
+        orb.get(refs[0])
+
+
+def test_a_retried_generator_hands_no_duplicates(cluster, scratch):
+    marker = os.path.join(scratch, "died")
+    assert [orb.get(r) for r in dies_once.remote(marker)] == [0, 1, 2, 3, 4]
+    assert os.path.exists(marker)
+
+
+def test_actor_methods_stream_sync_and_async(cluster):
+    t = Tokenizer.remote()
+    assert [orb.get(r) for r in t.tokens.remote("to be or not")] == ["to", "be", "or", "not"]
+    assert [orb.get(r) for r in t.tokens.options(num_returns="streaming").remote("a b")] == ["a", "b"]
+    s = AsyncStreamer.remote()
+    assert [orb.get(r) for r in s.ticks.remote(5)] == [0, 10, 20, 30, 40]  # a generator method streams
+
+
+def test_a_generator_function_streams_without_being_told(cluster):
+    @orb.remote
+    def squares(n):
+        for i in range(n):
+            yield i * i
+
+    assert [orb.get(r) for r in squares.remote(4)] == [0, 1, 4, 9]
+    whole = squares.options(num_returns=1).remote(2)  # asked for one return: the generator object fails to pickle
+    with pytest.raises(Exception):
+        orb.get(whole)
+
+
+def test_a_generator_cannot_leave_its_process(cluster):
+    @orb.remote
+    def take(g):
+        return g
+
+    with pytest.raises(TypeError, match="ObjectRefGenerator"):
+        take.remote(count_to.remote(1))
+
+
+def test_cancelling_a_generator_ends_its_stream_with_task_cancelled(cluster, scratch):
+    progress = os.path.join(scratch, "progress")
+    gen = counted.remote(1000, progress, 0.01)
+    assert orb.get(next(gen)) == 0
+    orb.cancel(gen)
+    refs = list(gen)  # what was yielded before the cancel, then the cancellation
+    with pytest.raises(orb.exceptions.TaskCancelledError):
+        orb.get(refs[-1])
+    assert read_count(progress) < 1000

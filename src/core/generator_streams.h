@@ -1,0 +1,71 @@
+// The owner's side of streaming generator tasks (Python's num_returns="streaming"):
+// the items each task has yielded so far, in order, for its reader (an
+// ObjectRefGenerator) to take one by one while the task still runs.
+//
+// The worker running the task reports each item as it is yielded (ReportGeneratorItem,
+// one at a time, each answered before the next is made), so every item is here before
+// the task's own result — which counts them, or is the error that ended the stream —
+// reaches this process. Item i is the owned object ForTaskReturn(task, 2 + i), held here
+// until the reader takes it. A retried task reports from item 0 again: items already
+// here are not duplicated. With backpressure N, the answer to an item is held while N
+// items wait unread, which pauses the generator until its reader catches up. A reader
+// that goes away (Drop) lets its unread items go and tells the generator to stop.
+//
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/id.h"
+#include "core/common_types.h"
+#include "core_worker_service.pb.h"
+
+namespace orb {
+
+class ObjectTable;
+
+class GeneratorStreams {
+ public:
+  explicit GeneratorStreams(ObjectTable* objects) : objects_(objects) {}
+
+  // A streaming task this process submitted (its returns already pending in objects).
+  void Add(const rpc::TaskSpec& spec);
+  // An item from the worker running the task; `answer(stop)` replies to it, now or
+  // (under backpressure) once the reader has caught up.
+  void OnItem(const rpc::ReportGeneratorItemRequest& request, std::function<void(bool stop)> answer);
+
+  enum class Next { kItem, kEnd, kTimedOut, kUnknown };
+  // The reader's next item of task `task_id`: kItem with `*item` (its ref's one local
+  // reference now the reader's); kEnd when the task ended and every item was taken (its
+  // result says how it ended); kTimedOut at `deadline`; kUnknown for a task that is not
+  // a streaming task of this process (or whose stream was dropped).
+  Next Read(const std::string& task_id, std::chrono::steady_clock::time_point deadline, ObjectID* item);
+  // The reader is gone: unread items go, and the generator is told to stop.
+  void Drop(const std::string& task_id);
+
+  size_t size() const;  // streams kept (for tests)
+
+ private:
+  struct Stream {
+    rpc::TaskSpec spec;  // task ID, returns and backpressure
+    int64_t received = 0;  // items 0..received-1 are here (or were taken)
+    int64_t read = 0;      // items the reader took
+    bool ended = false;    // the task's result is in
+    bool dropped = false;  // the reader went away
+    std::vector<std::function<void(bool)>> held_answers;  // items answered once the reader catches up
+  };
+  void OnEnded(const std::string& task_id);
+
+  ObjectTable* objects_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, Stream> streams_;  // by task ID; guarded by mu_
+};
+
+}  // namespace orb
