@@ -4,6 +4,8 @@ process ends and its resources are free again."""
 import os
 import time
 
+import pytest
+
 import orb
 
 
@@ -108,3 +110,22 @@ def test_named_and_detached_actors_are_not_collected(cluster):
     orb.kill(orb.get_actor("lifetime-named"))
     orb.kill(orb.actor.ActorHandle(detached_id, "Worker"))
     assert wait_until(lambda: not alive(named_pid) and not alive(detached_pid))
+
+
+@orb.remote(num_cpus=0)
+class Leaver:
+    def leave(self):
+        orb.actor.exit_actor()
+
+    def hello(self):
+        return "hello"
+
+
+def test_a_call_sent_right_after_exit_actor_does_not_run_on_the_exited_actor(cluster):
+    for _ in range(3):
+        a = Leaver.remote()
+        assert orb.get(a.hello.remote()) == "hello"
+        left, after = a.leave.remote(), a.hello.remote()
+        for ref in (left, after):
+            with pytest.raises(orb.exceptions.ActorDiedError):
+                orb.get(ref, timeout=30)

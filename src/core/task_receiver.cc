@@ -310,6 +310,9 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     if (!actor_ || spec.actor_id() != actor_id_) {
       return fail(rpc::ACTOR_DIED, "this worker does not host the actor that " + spec.function_name() + " was sent to");
     }
+    if (actor_exited_) {
+      return fail(rpc::ACTOR_DIED, "the actor exited (a call ran orb::ExitActor()) before " + spec.function_name() + " ran");
+    }
     if (const internal::ActorMethod* method = registry.FindMethod(spec.function_name())) {
       call = [this, method](const Args& args) { return (*method)(actor_.get(), args); };
     }
@@ -342,6 +345,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     more = returns.TakeMore();
   } catch (const internal::ActorExitSignal&) {
     hooks_.set_current_task("");
+    actor_exited_ = true;
     exit_requested_ = true;
     return fail(rpc::ACTOR_DIED, "the actor exited: " + spec.function_name() + " called orb::ExitActor()");
   } catch (const internal::ArgumentError& e) {

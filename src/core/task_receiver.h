@@ -155,6 +155,7 @@ class TaskReceiver {
   std::string actor_id_;
   std::unique_ptr<ThreadPool> actor_pool_;  // for max_concurrency > 1
   std::atomic<bool> exit_requested_{false};
+  std::atomic<bool> actor_exited_{false};  // a call ran orb::ExitActor(): later calls fail
   bool set_visible_gpus_ = false;
   std::vector<std::string> gpu_env_set_;  // the names SetVisibleGpus set from gpu_env
   std::mutex mu_;
