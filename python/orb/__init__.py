@@ -290,6 +290,22 @@ class RuntimeContext:
         return _core.current_actor_id() or None
 
     @property
+    def current_actor(self):
+        """A handle to the actor this code runs in (it does not keep the actor alive)."""
+        actor_id = _core.current_actor_id()
+        if not actor_id:
+            raise RuntimeError("current_actor is only available inside an actor")
+        from orb import _worker
+        from orb.actor import handle_of
+        return handle_of(bytes.fromhex(actor_id), _worker.current_actor_class)
+
+    def get_accelerator_ids(self):
+        """The accelerators this worker may use, by kind: {"GPU": ["0", "1"]} (its lease's
+        GPUs, from CUDA_VISIBLE_DEVICES; empty when it holds none)."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        return {"GPU": [g for g in visible.split(",") if g.strip()]}
+
+    @property
     def was_current_actor_reconstructed(self):
         return _core.was_current_actor_restarted()
 

@@ -20,6 +20,9 @@ from orb.cross_language import pack_value, unpack_value
 # The num_returns the core asks of a streaming generator task.
 STREAMING = -1
 
+# The Python class of the actor this worker hosts, once its constructor runs.
+current_actor_class = None
+
 # Calls from C++ name "pyx:<module>:<name>" (a method: "pyx:<name>"); their values are
 # msgpack, and a failure is raised to the C++ core (the caller's TaskError), not stored.
 CROSS = "pyx:"
@@ -78,6 +81,8 @@ class Executor:
             finally:
                 _flush()
         cls = _export.load(descriptor)
+        global current_actor_class
+        current_actor_class = cls  # for get_runtime_context().current_actor
         positional, keywords = _arguments.unpack(args)
         try:
             return cls(*positional, **keywords)

@@ -109,6 +109,16 @@ class ActorClass:
         return ActorClass, (self._cls, self._options)
 
 
+def handle_of(actor_id, cls):
+    """A handle to actor `actor_id` (binary) of class `cls` (None: not known here) that
+    does not keep the actor alive."""
+    if cls is None:
+        return ActorHandle(actor_id, "")
+    methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
+    return ActorHandle(actor_id, cls.__qualname__, methods, _method_signatures(cls, methods),
+                       _method_options(cls, methods))
+
+
 class ActorMethod:
     def __init__(self, handle, name, options=None):
         self._handle = handle

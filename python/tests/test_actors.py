@@ -192,3 +192,25 @@ def test_actor_pool_grows_and_shrinks_as_rays(embedded):
         pool.push(a)
     popped = {pool.pop_idle(), pool.pop_idle()}
     assert popped == {a, b} and pool.pop_idle() is None and not pool.has_free()
+
+
+@orb.remote
+class SelfAware:
+    def me(self):
+        return orb.get_runtime_context().current_actor
+
+    def ping(self):
+        return "pong"
+
+    def gpus(self):
+        return orb.get_runtime_context().get_accelerator_ids()
+
+
+def test_current_actor_is_a_handle_to_the_actor_itself(embedded):
+    a = SelfAware.remote()
+    me = orb.get(a.me.remote())
+    assert me == a and me.actor_id == a.actor_id
+    assert orb.get(me.ping.remote()) == "pong"
+    assert orb.get(a.gpus.remote()) == {"GPU": []}
+    with pytest.raises(RuntimeError, match="inside an actor"):
+        orb.get_runtime_context().current_actor
