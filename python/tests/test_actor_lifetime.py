@@ -129,3 +129,29 @@ def test_a_call_sent_right_after_exit_actor_does_not_run_on_the_exited_actor(clu
         for ref in (left, after):
             with pytest.raises(orb.exceptions.ActorDiedError):
                 orb.get(ref, timeout=30)
+
+
+@orb.remote(num_cpus=0)
+def hello_through(handles):
+    return orb.get(handles[0].hello.remote())
+
+
+def test_a_busy_actor_called_from_another_process_is_not_taken_for_dead(cluster):
+    # Longer than a caller's silence limit (10 s): the new caller's connection is
+    # greeted and pinged while the actor's thread runs the long call.
+    b = Busy.remote()
+    assert orb.get(b.hello.remote()) == "hello"
+    busy = b.work.remote(12)
+    time.sleep(0.5)
+    assert orb.get(hello_through.remote([b]), timeout=60) == "hello"
+    assert orb.get(busy) == "worked"
+
+
+@orb.remote(num_cpus=0)
+class Busy:
+    def work(self, seconds):
+        time.sleep(seconds)
+        return "worked"
+
+    def hello(self):
+        return "hello"

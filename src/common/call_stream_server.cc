@@ -1,6 +1,7 @@
 #include "common/call_stream_server.h"
 
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -26,7 +27,10 @@ class CallStreamServer::Connection {
   int fd() const { return fd_; }
   std::chrono::steady_clock::time_point accepted() const { return accepted_; }
   cs::FrameReader& reader() { return reader_; }
-  std::atomic<bool> authenticated{false};  // set by the polling thread, read by the heartbeat's
+  // Held by whoever reads the socket: the polling thread, or the heartbeat thread taking
+  // a hello while the polling thread is busy.
+  std::mutex& read_mu() { return read_mu_; }
+  std::atomic<bool> authenticated{false};  // set under read_mu, read by the heartbeat thread
 
   // Writes one frame whole; on failure the connection is shut (the poller drops it).
   void Send(cs::Kind kind, uint8_t code, uint64_t call_id, std::string_view payload) {
@@ -49,7 +53,8 @@ class CallStreamServer::Connection {
  private:
   const int fd_;  // closed only when the last Responder lets go, so it is never reused early
   const std::chrono::steady_clock::time_point accepted_;
-  cs::FrameReader reader_;  // the polling thread's
+  cs::FrameReader reader_;  // guarded by read_mu_
+  std::mutex read_mu_;
   std::mutex write_mu_;
   bool broken_ = false;  // guarded by write_mu_
 };
@@ -97,6 +102,10 @@ absl::StatusOr<std::unique_ptr<CallStreamServer>> CallStreamServer::Start(Option
     server->port_ = listener->port;
     watch(listener->fd);
   }
+  // Non-blocking: both threads may accept, and the one that finds none goes on.
+  for (int fd : {server->unix_listener_, server->tcp_listener_}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
   if (server->options_.heartbeat_interval.count() > 0) {
     server->heartbeat_thread_ = std::thread([s = server.get()] { s->Heartbeats(); });
   }
@@ -113,6 +122,7 @@ CallStreamServer::~CallStreamServer() {
   }
   heartbeat_cv_.notify_all();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  std::lock_guard<std::mutex> lock(connections_mu_);
   for (auto& [fd, connection] : connections_) ::shutdown(fd, SHUT_RDWR);
   connections_.clear();
   for (int fd : {unix_listener_, tcp_listener_, wake_fd_, epoll_fd_}) {
@@ -134,8 +144,16 @@ void CallStreamServer::Heartbeats() {
       }
     }
     lock.unlock();
+    // New callers while the polling thread is busy: accepted here (greeted from the
+    // next round on, as every connection to ping).
+    for (int listener : {unix_listener_, tcp_listener_}) {
+      if (listener < 0) continue;
+      while (Accept(listener)) {
+      }
+    }
     auto now = std::chrono::steady_clock::now();
     for (const auto& connection : live) {
+      if (!connection->authenticated) TakeHello(*connection);
       if (connection->authenticated) {
         connection->Send(cs::kPing, 0, 0, {});
       } else if (now - connection->accepted() > options_.hello_timeout) {
@@ -164,22 +182,35 @@ void CallStreamServer::PollOnce(int timeout_ms) {
       (void)!::read(wake_fd_, &count, sizeof(count));
     } else if (fd == unix_listener_ || fd == tcp_listener_) {
       Accept(fd);
-    } else if (auto it = connections_.find(fd); it != connections_.end()) {
-      std::shared_ptr<Connection> connection = it->second;
-      if (!Read(*connection)) Drop(fd);
+    } else {
+      std::shared_ptr<Connection> connection;
+      {
+        std::lock_guard<std::mutex> lock(connections_mu_);
+        auto it = connections_.find(fd);
+        if (it != connections_.end()) connection = it->second;
+      }
+      if (!connection) continue;
+      bool open;
+      {
+        std::lock_guard<std::mutex> reading(connection->read_mu());
+        open = Read(connection);
+      }
+      if (!open) Drop(fd);
     }
   }
 }
 
-void CallStreamServer::Accept(int listener) {
+bool CallStreamServer::Accept(int listener) {
   int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return false;
+  std::unique_lock<std::mutex> connections(connections_mu_);
   size_t waiting = 0;
   for (const auto& [other, connection] : connections_) waiting += !connection->authenticated;
   if (waiting >= options_.max_unauthenticated) {
+    connections.unlock();
     spdlog::warn("call stream: refusing a connection: {} others have not shown the token yet", waiting);
     ::close(fd);
-    return;
+    return true;
   }
   ConfigureTcp(fd, 10);
   timeval send_timeout{options_.send_timeout_seconds, 0};
@@ -187,17 +218,34 @@ void CallStreamServer::Accept(int listener) {
   epoll_event event{};
   event.events = EPOLLIN | EPOLLRDHUP;
   event.data.fd = fd;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
-    ::close(fd);
-    return;
-  }
   auto connection = std::make_shared<Connection>(fd);
-  connections_[fd] = connection;
+  connections_[fd] = connection;  // before the poll can report it
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
+    connections_.erase(fd);  // closes it
+    return true;
+  }
+  connections.unlock();
   std::lock_guard<std::mutex> lock(heartbeat_mu_);
   to_ping_.push_back(connection);
+  return true;
 }
 
-bool CallStreamServer::Read(Connection& connection) {
+void CallStreamServer::TakeHello(Connection& connection) {
+  std::unique_lock<std::mutex> reading(connection.read_mu(), std::try_to_lock);
+  if (!reading.owns_lock() || connection.authenticated || connection.reader().partial_bytes() > 0) return;
+  cs::FrameHeader header;
+  if (::recv(connection.fd(), &header, sizeof(header), MSG_PEEK | MSG_DONTWAIT) != sizeof(header)) return;
+  if (header.magic != cs::kMagic || header.kind != cs::kHello || header.length > cs::kMaxTokenBytes) return;
+  std::string frame(sizeof(header) + header.length, '\0');
+  ssize_t n = ::recv(connection.fd(), frame.data(), frame.size(), MSG_PEEK | MSG_DONTWAIT);
+  if (n != static_cast<ssize_t>(frame.size())) return;  // not whole yet: the polling thread reads it later
+  if (!TokenMatches(std::string_view(frame).substr(sizeof(header)), options_.token)) return;  // refused there
+  // Taken off the socket: only this frame, so the requests after it wake the poll.
+  if (::recv(connection.fd(), frame.data(), frame.size(), MSG_DONTWAIT) == n) connection.authenticated = true;
+}
+
+bool CallStreamServer::Read(const std::shared_ptr<Connection>& shared) {
+  Connection& connection = *shared;
   while (true) {
     size_t room = 0;
     char* into = connection.reader().Reserve(64 * 1024, &room);
@@ -211,14 +259,14 @@ bool CallStreamServer::Read(Connection& connection) {
       return false;
     }
     connection.reader().Commit(static_cast<size_t>(n));
-    if (!Dispatch(connection)) return false;
+    if (!Dispatch(shared)) return false;
     // A short read took all there was: the poll says when more comes (one recv fewer).
     if (static_cast<size_t>(n) < room) return true;
   }
 }
 
-bool CallStreamServer::Dispatch(Connection& connection) {
-  std::shared_ptr<Connection> shared = connections_.at(connection.fd());
+bool CallStreamServer::Dispatch(const std::shared_ptr<Connection>& shared) {
+  Connection& connection = *shared;
   while (true) {
     cs::FrameReader::Frame frame;
     std::string why;
@@ -256,6 +304,7 @@ bool CallStreamServer::Dispatch(Connection& connection) {
 void CallStreamServer::Drop(int fd) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::shutdown(fd, SHUT_RDWR);
+  std::lock_guard<std::mutex> lock(connections_mu_);
   connections_.erase(fd);
 }
 

@@ -7,7 +7,10 @@
 // its pool); it is written at once, blocking that thread while the peer's socket is full.
 //
 // A thread of its own pings every connection each heartbeat interval, so that callers can
-// tell a worker running a long task from one that is stopped or cut off.
+// tell a worker running a long task from one that is stopped or cut off. While the
+// polling thread is busy (a long call), that thread also accepts new connections and
+// takes their hello, so that a new caller is pinged too instead of giving the worker up;
+// their requests wait in the socket for the polling thread.
 //
 // A connection must first present the cluster token (kHello); a wrong token, or a
 // frame that is not of this protocol, is answered with an error frame naming the cause
@@ -75,16 +78,23 @@ class CallStreamServer {
   // Makes a PollOnce that waits return now. Thread-safe.
   void Wake();
   // Connections open now (for tests and status).
-  size_t connections() const { return connections_.size(); }
+  size_t connections() const {
+    std::lock_guard<std::mutex> lock(connections_mu_);
+    return connections_.size();
+  }
 
  private:
   CallStreamServer(Options options, Handler handler);
-  void Accept(int listener);
+  // Accepts one connection waiting on `listener`; false when none was.
+  bool Accept(int listener);
   // Reads what `fd` has; false when the connection is finished with.
-  bool Read(Connection& connection);
-  bool Dispatch(Connection& connection);
+  bool Read(const std::shared_ptr<Connection>& connection);
+  bool Dispatch(const std::shared_ptr<Connection>& connection);
   void Drop(int fd);
   void Heartbeats();
+  // On the heartbeat thread: takes a new connection's hello if it came whole and the
+  // polling thread has not begun reading it (the frames after it stay in the socket).
+  void TakeHello(Connection& connection);
 
   Options options_;
   Handler handler_;
@@ -93,7 +103,8 @@ class CallStreamServer {
   int unix_listener_ = -1;
   int tcp_listener_ = -1;
   int port_ = 0;
-  std::unordered_map<int, std::shared_ptr<Connection>> connections_;  // by fd; PollOnce's thread only
+  mutable std::mutex connections_mu_;
+  std::unordered_map<int, std::shared_ptr<Connection>> connections_;  // by fd; guarded by connections_mu_
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   bool stopping_ = false;                             // guarded by heartbeat_mu_

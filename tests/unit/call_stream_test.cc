@@ -29,6 +29,7 @@ namespace {
 
 constexpr uint8_t kEcho = 1;  // replies "echo:" + the request
 constexpr uint8_t kHold = 2;  // never replies
+constexpr uint8_t kBusy = 3;  // keeps the polling thread for the request's milliseconds, then replies
 
 // A server on a Unix socket and TCP, polled by its own thread (as a worker's task loop does).
 class TestServer {
@@ -47,6 +48,10 @@ class TestServer {
     auto started = CallStreamServer::Start(options, [this](uint8_t method, std::string_view payload,
                                                            CallStreamServer::Responder responder) {
       if (method == kEcho) return responder.Reply("echo:" + std::string(payload));
+      if (method == kBusy) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(std::string(payload))));
+        return responder.Reply("done");
+      }
       if (method == kHold) {
         std::lock_guard<std::mutex> lock(mu_);
         held_.push_back(std::move(responder));
@@ -374,4 +379,26 @@ TEST_CASE("connections that show no token are closed after the hello timeout, an
   }
   CallStreamClient member(server.unix_endpoint(), "secret");
   CHECK(CallAndWait(member, kEcho, "in").reply == "echo:in");
+}
+
+TEST_CASE("a new caller is greeted and pinged while the server's polling thread is busy", "[call_stream]") {
+  TestServer server(std::chrono::milliseconds(200));
+  CallStreamClient first(server.unix_endpoint(), "secret", std::chrono::milliseconds(1000));
+  std::promise<Outcome> busy;
+  first.Call(kBusy, "3000", [&](const absl::Status& s, std::string_view reply) {
+    busy.set_value(Outcome{s, std::string(reply)});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the polling thread runs the busy call
+  // A caller that connects now is not heard by the polling thread for 2.7 s, longer than
+  // its silence limit: the heartbeat thread accepts it, takes its token and pings it.
+  CallStreamClient second(server.tcp_endpoint(), "secret", std::chrono::milliseconds(1000));
+  Outcome meanwhile = CallAndWait(second, kEcho, "meanwhile");
+  CHECK(meanwhile.status.ok());
+  CHECK(meanwhile.reply == "echo:meanwhile");
+  auto done = busy.get_future();
+  REQUIRE(done.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(done.get().reply == "done");
+  // A wrong token sent meanwhile is still refused by the polling thread.
+  CallStreamClient stranger(server.tcp_endpoint(), "wrong", std::chrono::milliseconds(1000));
+  CHECK(CallAndWait(stranger, kEcho, "x").status.code() == absl::StatusCode::kUnauthenticated);
 }
