@@ -157,7 +157,7 @@ class Raylet {
   void LimitWorker(const WorkerProcess& worker, const ResourceSet& resources);
   // Whether fractional GPU leases get MPS shares (options_.gpu_mps resolved).
   bool UseMps() const;
-  // Registers; returns the cluster ID.
+  // Membership (raylet_membership.cc, as DescribeNode). Registers; returns the cluster ID.
   absl::StatusOr<std::string> RegisterWithGcs();
   void StartGossip(const std::string& cluster_id);
   // Gossips this node's available resources and demand when they changed.
