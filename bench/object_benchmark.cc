@@ -9,7 +9,9 @@
 // - Spilling: Puts of a working set four times the store (so most of it goes to disk),
 //   then Gets of all of it (restores), beside a raw write and read of a file of the same
 //   size in the same directory, measured in the same run, and the speed of the checksum
-//   (XXH3-64) every spilled object carries: what share of a restore's time it costs.
+//   (XXH3-64 per 8 MiB piece) every spilled object carries: what share of a restore's
+//   time it would cost on one thread (a restore reads and checks a large object's
+//   pieces on several threads).
 #include <fcntl.h>
 #include <orb/api.h>
 #include <unistd.h>

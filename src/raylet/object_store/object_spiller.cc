@@ -13,9 +13,10 @@
 #include <filesystem>
 #include <random>
 #include <set>
+#include <thread>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "raylet/object_store/spill_file_io.h"
+
 
 namespace orb {
 namespace {
@@ -27,66 +28,6 @@ namespace fs = std::filesystem;
 constexpr std::chrono::seconds kSkipFailedDirectory{5};
 
 std::string ErrnoText(int err) { return std::strerror(err); }
-
-// Writes all of [data, data+size) at `offset`; the errno of a failure, else 0.
-int WriteAll(int fd, const char* data, uint64_t size, uint64_t offset) {
-  while (size > 0) {
-    ssize_t n = ::pwrite(fd, data, std::min<uint64_t>(size, 1ull << 30), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return ENOSPC;
-    data += n;
-    size -= static_cast<uint64_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return 0;
-}
-
-// Reads all of `size` bytes at `offset`; the errno of a failure, EIO if the file ends first.
-int ReadAll(int fd, char* data, uint64_t size, uint64_t offset) {
-  while (size > 0) {
-    ssize_t n = ::pread(fd, data, std::min<uint64_t>(size, 1ull << 30), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return EIO;
-    data += n;
-    size -= static_cast<uint64_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return 0;
-}
-
-// Objects are written and read in slices this big, each hashed while it is in cache:
-// hashing a whole large object after copying it would read it from memory again.
-constexpr uint64_t kSlice = 256 << 10;
-
-// WriteAll, computing the checksum of what it writes; the errno of a failure, else 0.
-int WriteHashed(int fd, const char* data, uint64_t size, uint64_t offset, uint64_t* checksum) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (uint64_t done = 0; done < size;) {
-    uint64_t n = std::min(kSlice, size - done);
-    XXH3_64bits_update(&state, data + done, static_cast<size_t>(n));
-    if (int err = WriteAll(fd, data + done, n, offset + done); err != 0) return err;
-    done += n;
-  }
-  *checksum = XXH3_64bits_digest(&state);
-  return 0;
-}
-
-// ReadAll, computing the checksum of what it reads; the errno of a failure, else 0.
-int ReadHashed(int fd, char* data, uint64_t size, uint64_t offset, uint64_t* checksum) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (uint64_t done = 0; done < size;) {
-    uint64_t n = std::min(kSlice, size - done);
-    if (int err = ReadAll(fd, data + done, n, offset + done); err != 0) return err;
-    XXH3_64bits_update(&state, data + done, static_cast<size_t>(n));
-    done += n;
-  }
-  *checksum = XXH3_64bits_digest(&state);
-  return 0;
-}
 
 std::string RandomTag() {
   std::random_device rd;
@@ -177,10 +118,15 @@ ObjectSpiller::ObjectSpiller(std::vector<std::string> dirs, char* arena, EventLo
   failures_.resize(dirs_.size());
   last_error_.resize(dirs_.size());
   disk_ = std::make_unique<ThreadPool>(1);
+  // A restore reads a large object on up to four threads (the disk thread and helpers).
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  reader_helpers_ = static_cast<int>(std::min(cores, 4u)) - 1;
+  if (reader_helpers_ > 0) readers_ = std::make_unique<ThreadPool>(reader_helpers_);
 }
 
 ObjectSpiller::~ObjectSpiller() {
   disk_.reset();  // the work queued runs first
+  readers_.reset();
   // The objects die with this process: so do their files.
   for (const auto& [path, file] : files_) ::unlink(path.c_str());
   for (const auto& d : dirs_) {
@@ -216,7 +162,7 @@ ObjectSpiller::SpillResult ObjectSpiller::WriteBatch(size_t d, const std::vector
   int err = 0;
   for (const auto& item : items) {
     uint64_t checksum = 0;
-    err = WriteHashed(fd, arena_ + item.arena_offset, item.size, offset, &checksum);
+    err = spill_io::WriteChecked(fd, arena_ + item.arena_offset, item.size, offset, &checksum);
     if (err != 0) break;
     result.written.push_back({path, offset, checksum});
     offset += item.size;
@@ -301,7 +247,8 @@ void ObjectSpiller::Restore(const Location& from, uint64_t arena_offset, uint64_
       status = absl::DataLossError("spill file " + from.path + " cannot be opened: " + ErrnoText(errno));
     } else {
       uint64_t checksum = 0;
-      int err = ReadHashed(fd, arena_ + arena_offset, size, from.offset, &checksum);
+      int err = spill_io::ReadChecked(fd, arena_ + arena_offset, size, from.offset, &checksum, readers_.get(),
+                                        reader_helpers_);
       ::close(fd);
       if (err == EIO) {
         status = absl::DataLossError("spill file " + from.path + " is truncated or unreadable: " + std::to_string(size) +

@@ -12,8 +12,8 @@
 // keeps the objects written whole before the failure (the file is cut after the last
 // of them, synced and renamed) and reports the rest as not written: they stay in
 // memory. Nothing half-written is ever used. Each object's bytes carry a checksum
-// (XXH3-64) that Restore verifies: a truncated or damaged file is DataLoss naming the
-// file, never wrong bytes.
+// (spill_file_io.h) that Restore verifies: a truncated or damaged file is DataLoss
+// naming the file, never wrong bytes. A large object is read back on several threads.
 //
 // Files belong to this instance: their names carry an instance tag, and the instance
 // holds a lock (flock) on `spill-<tag>.lock` in each directory while it lives. At
@@ -44,7 +44,7 @@ class ObjectSpiller {
   struct Location {
     std::string path;
     uint64_t offset = 0;
-    uint64_t checksum = 0;  // XXH3-64 of the object's bytes
+    uint64_t checksum = 0;  // of the object's bytes (spill_io::WriteChecked)
   };
   struct Item {
     ObjectID id;
@@ -123,6 +123,8 @@ class ObjectSpiller {
   std::vector<uint64_t> failures_;
   std::vector<std::string> last_error_;
   std::unique_ptr<ThreadPool> disk_;  // one thread: the disk work, in order
+  std::unique_ptr<ThreadPool> readers_;  // help the disk thread read a large object back
+  int reader_helpers_ = 0;
 };
 
 }  // namespace orb
