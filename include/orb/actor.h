@@ -53,6 +53,12 @@ class ActorCallSetters {
     for (const auto& [name, amount] : resources) SetResource(name, amount);
     return static_cast<Derived&>(*this);
   }
+  // Runs in the actor's concurrency group `name` (see AddConcurrencyGroup); a group the
+  // actor does not have fails the call, naming the groups it has.
+  Derived& SetConcurrencyGroup(const std::string& name) {
+    options_.concurrency_group = name;
+    return static_cast<Derived&>(*this);
+  }
 
  protected:
   TaskOptionsData options_;
@@ -148,6 +154,13 @@ class ActorOptionsSetters {
     options_.max_concurrency = n;
     return static_cast<Derived&>(*this);
   }
+  // A concurrency group: calls made with SetConcurrencyGroup(name) run up to
+  // `max_concurrency` at once on threads of their own, apart from the other groups'
+  // and from the calls naming none (those run max_concurrency at once).
+  Derived& AddConcurrencyGroup(const std::string& name, int max_concurrency) {
+    options_.concurrency_groups[name] = max_concurrency;
+    return static_cast<Derived&>(*this);
+  }
   Derived& SetLifetime(ActorLifetime lifetime) {
     options_.detached = lifetime == ActorLifetime::DETACHED;
     options_.lifetime_set = true;
@@ -176,8 +189,10 @@ class ActorOptionsSetters {
     return static_cast<Derived&>(*this);
   }
   // Lives in bundle `bundle_index` of `pg` (-1: any); removing the group ends it.
-  Derived& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
-    internal::SetPlacement(&options_.placement, pg, bundle_index);
+  // `capture_child_tasks`: the tasks and actors its methods start without a placement of
+  // their own go into `pg` as well.
+  Derived& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1, bool capture_child_tasks = false) {
+    internal::SetPlacement(&options_.placement, pg, bundle_index, capture_child_tasks);
     return static_cast<Derived&>(*this);
   }
   // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).

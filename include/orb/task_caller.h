@@ -22,8 +22,9 @@
 namespace orb {
 namespace internal {
 
-// Puts a task or actor into bundle `index` of `pg` (-1: any bundle).
-inline void SetPlacement(TaskOptionsData* options, const PlacementGroup& pg, int index) {
+// Puts a task or actor into bundle `index` of `pg` (-1: any bundle); `capture`: what it
+// starts goes into `pg` too (Ray's placement_group_capture_child_tasks).
+inline void SetPlacement(TaskOptionsData* options, const PlacementGroup& pg, int index, bool capture) {
   if (pg.Empty()) throw Error("SetPlacementGroup: the placement group is empty (default-constructed)");
   if (index < -1 || index >= static_cast<int>(pg.GetBundles().size())) {
     throw Error("SetPlacementGroup: bundle index " + std::to_string(index) + " is out of range: the group has " +
@@ -31,6 +32,7 @@ inline void SetPlacement(TaskOptionsData* options, const PlacementGroup& pg, int
   }
   options->placement_group_id = pg.GetID();
   options->bundle_index = index;
+  options->capture_child_tasks = capture;
 }
 
 template <class T>
@@ -128,8 +130,10 @@ class TaskOptionsSetters {
     return Self();
   }
   // Runs in bundle `bundle_index` of `pg` (-1: any bundle), on that bundle's resources.
-  Derived& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1) {
-    internal::SetPlacement(&options_, pg, bundle_index);
+  // `capture_child_tasks`: the tasks and actors it starts without a placement of their
+  // own go into `pg` as well (any bundle), and capture in turn.
+  Derived& SetPlacementGroup(const PlacementGroup& pg, int bundle_index = -1, bool capture_child_tasks = false) {
+    internal::SetPlacement(&options_, pg, bundle_index, capture_child_tasks);
     return Self();
   }
   // Runs in a worker with this environment, over the job's (see <orb/runtime_env.h>).

@@ -289,6 +289,10 @@ class RuntimeContext:
     def get_actor_id(self):
         return _core.current_actor_id() or None
 
+    def get_placement_group_id(self):
+        """The placement group (hex ID) this task or actor runs in, or None."""
+        return _core.placement_group_id() or None
+
     @property
     def current_actor(self):
         """A handle to the actor this code runs in (it does not keep the actor alive)."""

@@ -4,22 +4,60 @@ import json
 
 TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "retry_exceptions", "name",
                 "scheduling_strategy", "placement_group", "placement_group_bundle_index", "label_selector",
-                "runtime_env", "num_returns", "memory_growth", "max_memory", "_generator_backpressure_num_objects"}
+                "runtime_env", "num_returns", "memory_growth", "max_memory", "_generator_backpressure_num_objects",
+                "placement_group_capture_child_tasks"}
 ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespace", "lifetime", "max_restarts",
                  "max_task_retries", "max_concurrency", "scheduling_strategy", "placement_group",
-                 "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists"}
-METHOD_OPTIONS = {"name", "num_returns", "_generator_backpressure_num_objects"}
+                 "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists",
+                 "concurrency_groups", "placement_group_capture_child_tasks"}
+METHOD_OPTIONS = {"name", "num_returns", "_generator_backpressure_num_objects", "concurrency_group"}
 STREAMING = "streaming"  # num_returns of a generator whose items stream to the caller
 
 LANGUAGE_PYTHON = 1
 MAX_NUM_RETURNS = 1 << 16  # the core's bound (task_options_check.h)
 
 
+_NUMBER = (int, float)
+_COUNT = (int,)
+
+
+def _types():
+    """The types each option takes (None is always accepted: the default), as Ray's."""
+    from orb.util.placement_group import PlacementGroup
+    from orb.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
+    return {
+        "num_cpus": _NUMBER, "num_gpus": _NUMBER, "memory": _NUMBER, "memory_growth": _NUMBER,
+        "max_memory": _NUMBER, "resources": (dict,), "runtime_env": (dict,), "name": (str,), "namespace": (str,),
+        "lifetime": (str,), "max_restarts": _COUNT, "max_task_retries": _COUNT, "max_retries": _COUNT,
+        "max_concurrency": _COUNT, "placement_group_bundle_index": _COUNT,
+        "_generator_backpressure_num_objects": _COUNT, "num_returns": (int, str),
+        "scheduling_strategy": (str, PlacementGroupSchedulingStrategy, NodeAffinitySchedulingStrategy),
+        "placement_group": (str, PlacementGroup), "placement_group_capture_child_tasks": (bool,),
+        "get_if_exists": (bool,), "concurrency_groups": (dict, list), "concurrency_group": (str,),
+        "label_selector": (dict, str), "retry_exceptions": (bool, list, tuple),
+    }
+
+
 def check(options, allowed, what):
+    """Unknown options are a ValueError, options of the wrong type a TypeError naming the
+    keyword (as Ray's); their values are checked where they are used."""
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError("invalid option%s for %s: %s (valid: %s)" % (
             "s" if len(unknown) > 1 else "", what, ", ".join(unknown), ", ".join(sorted(allowed))))
+    types = _types()
+    for key, value in options.items():
+        expected = types.get(key)
+        if value is None or expected is None:
+            continue
+        # A bool is an int to Python, but not a number or a count to Ray's users.
+        if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
+            raise TypeError("the type of option %r of %s must be %s, not %s" % (
+                key, what, " or ".join(t.__name__ for t in expected), type(value).__name__))
+    placement_group = options.get("placement_group")
+    if placement_group not in (None, "default") and options.get("scheduling_strategy") is not None:
+        raise ValueError("%s: give a placement group with scheduling_strategy=PlacementGroupSchedulingStrategy(...) "
+                         "or with placement_group=, not both" % what)
 
 
 def _number(options, key, minimum=0):
@@ -71,8 +109,12 @@ def _placement(options, out):
         out["affinity_node_id"] = strategy.node_id
         out["affinity_soft"] = bool(strategy.soft)
     elif isinstance(strategy, ss.PlacementGroupSchedulingStrategy):
+        if strategy.placement_group is None:  # Ray's way to leave a capturing parent's group
+            out["leave_captured_group"] = True
+            return _labels(options, out)
         out["placement_group_id"] = strategy.placement_group.id.hex()
         out["bundle_index"] = int(strategy.placement_group_bundle_index)
+        out["capture_child_tasks"] = bool(strategy.placement_group_capture_child_tasks)
     else:
         raise ValueError("scheduling_strategy must be \"DEFAULT\", \"SPREAD\", NodeAffinitySchedulingStrategy or "
                          "PlacementGroupSchedulingStrategy, not %r" % (strategy,))
@@ -82,6 +124,11 @@ def _placement(options, out):
             raise ValueError("placement_group must be a PlacementGroup, not %r" % (group,))
         out["placement_group_id"] = group.id.hex()
         out["bundle_index"] = int(options.get("placement_group_bundle_index", -1))
+        out["capture_child_tasks"] = bool(options.get("placement_group_capture_child_tasks"))
+    _labels(options, out)
+
+
+def _labels(options, out):
     if options.get("label_selector"):
         out["label_selector"] = _label_selector(options["label_selector"])
 
@@ -94,6 +141,8 @@ def _resources(options, default_cpus):
         for name, amount in options["resources"].items():
             if name in ("CPU", "GPU"):
                 raise ValueError("use num_cpus / num_gpus, not resources[%r]" % name)
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+                raise TypeError("resources[%r] must be a number, not %s" % (name, type(amount).__name__))
             resources[str(name)] = _number({name: amount}, name)
     for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU"), ("memory", "memory")):
         if options.get(key) is not None:
@@ -152,6 +201,11 @@ def returns_options(options):
 
 def actor_options(options):
     """ActorOptionsData's fields for an actor class's options."""
+    if not options.get("max_restarts") and options.get("max_task_retries"):
+        raise ValueError("max_task_retries cannot be set without max_restarts: calls are retried only when the "
+                         "actor restarts")
+    if options.get("get_if_exists") and not options.get("name"):
+        raise ValueError("get_if_exists needs the actor's name")
     out = {"language": LANGUAGE_PYTHON, "resources": _resources(options, default_cpus=0)}
     if options.get("name"):
         out["name"] = str(options["name"])
@@ -165,6 +219,8 @@ def actor_options(options):
     for key, minimum in (("max_restarts", -1), ("max_task_retries", -1), ("max_concurrency", 1)):
         if options.get(key) is not None:
             out[key] = _int(options, key, minimum)
+    if options.get("concurrency_groups"):
+        out["concurrency_groups"] = concurrency_groups(options)
     if options.get("runtime_env"):
         out["runtime_env"] = _runtime_env(options["runtime_env"])
     _placement(options, out)
@@ -175,3 +231,32 @@ def _runtime_env(env):
     if not isinstance(env, dict):
         raise ValueError("runtime_env must be a dict, not %r" % (env,))
     return json.dumps(env, sort_keys=True)
+
+
+def concurrency_groups(options):
+    """The concurrency_groups option, checked: {name: calls run at once}."""
+    groups = options.get("concurrency_groups") or {}
+    if not isinstance(groups, dict):
+        raise TypeError("concurrency_groups must be a dict of group name to max concurrency, not %r" % (groups,))
+    out = {}
+    for name, size in groups.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError("a concurrency group's name must be a non-empty string, not %r" % (name,))
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError("concurrency group %r must run at least 1 call at once, not %r" % (name, size))
+        out[name] = size
+    return out
+
+
+def concurrency_group(options, groups, method):
+    """The concurrency_group of a call, checked against the actor's `groups` (None: not
+    known here, the worker checks)."""
+    group = options.get("concurrency_group")
+    if group is None:
+        return ""
+    if not isinstance(group, str):
+        raise TypeError("concurrency_group must be a string, not %r" % (group,))
+    if groups is not None and group and group not in groups:
+        raise ValueError("%s: the actor has no concurrency group %r (its groups: %s)" % (
+            method, group, ", ".join(sorted(groups)) or "none"))
+    return group

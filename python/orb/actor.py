@@ -68,6 +68,9 @@ class ActorClass:
         self._methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
         self._signatures = _method_signatures(cls, self._methods)
         self._method_options = _method_options(cls, self._methods)
+        self._groups = _options.concurrency_groups(self._options)
+        for name, method_options in self._method_options.items():
+            _options.concurrency_group(method_options, self._groups, "%s.%s" % (cls.__qualname__, name))
         self._descriptor = None
         self._pickled = None
         self.__name__ = cls.__name__
@@ -79,6 +82,8 @@ class ActorClass:
             self._cls.__qualname__, self._cls.__name__))
 
     def options(self, **options):
+        if "concurrency_groups" in options:  # as Ray's: they belong to the class
+            raise ValueError("concurrency_groups cannot be set in .options(): give them to @orb.remote")
         merged = dict(self._options)
         merged.update(options)
         return ActorClass(self._cls, merged)
@@ -103,7 +108,7 @@ class ActorClass:
 
     def _handle(self, actor_id, lifetime_ref=None):
         return ActorHandle(actor_id, self._cls.__qualname__, self._methods, self._signatures, self._method_options,
-                           lifetime_ref)
+                           lifetime_ref, self._groups)
 
     def __reduce__(self):
         return ActorClass, (self._cls, self._options)
@@ -145,6 +150,10 @@ class ActorMethod:
     def _core_options(self):
         out = {"language": _options.LANGUAGE_PYTHON}
         out.update(_options.returns_options(self._options))
+        group = _options.concurrency_group(self._options, self._handle._groups,
+                                           "%s.%s" % (self._handle._class_name, self._name))
+        if group:
+            out["concurrency_group"] = group
         if self._options.get("name"):
             out["name"] = str(self._options["name"])
         else:  # Ray's name for a call: Class.method
@@ -160,8 +169,10 @@ class ActorHandle:
     """A handle to an actor. Method names are checked when the class is known here (a
     handle from get_actor() or from another process checks them at the worker)."""
 
-    def __init__(self, actor_id, class_name, methods=None, signatures=None, method_options=None, lifetime_ref=None):
+    def __init__(self, actor_id, class_name, methods=None, signatures=None, method_options=None, lifetime_ref=None,
+                 groups=None):
         self._actor_id = actor_id
+        self._groups = groups  # its concurrency groups, where known here
         # An actor collected with its handles: the ref every handle (and call) holds, whose
         # release everywhere ends the actor (orb._core.track_actor); None otherwise.
         self._lifetime_ref = lifetime_ref
@@ -192,4 +203,4 @@ class ActorHandle:
 
     def __reduce__(self):
         return ActorHandle, (self._actor_id, self._class_name, self._methods, None, self._method_options,
-                             self._lifetime_ref)
+                             self._lifetime_ref, self._groups)

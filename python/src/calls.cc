@@ -71,6 +71,9 @@ internal::TaskOptionsData ToTaskOptions(const py::dict& d) {
   Set(d, "soft_label_selector", &o.soft_label_selector);
   Set(d, "placement_group_id", &o.placement_group_id);
   Set(d, "bundle_index", &o.bundle_index);
+  Set(d, "capture_child_tasks", &o.capture_child_tasks);
+  Set(d, "leave_captured_group", &o.leave_captured_group);
+  Set(d, "concurrency_group", &o.concurrency_group);
   Set(d, "runtime_env", &o.runtime_env);
   int language = 1;
   Set(d, "language", &language);
@@ -88,6 +91,7 @@ internal::ActorOptionsData ToActorOptions(const py::dict& d) {
   Set(d, "max_restarts", &o.max_restarts);
   Set(d, "max_task_retries", &o.max_task_retries);
   Set(d, "max_concurrency", &o.max_concurrency);
+  Set(d, "concurrency_groups", &o.concurrency_groups);
   if (d.contains("detached")) {
     o.detached = d["detached"].cast<bool>();
     o.lifetime_set = true;
@@ -180,6 +184,7 @@ void DefineCalls(py::module_& m) {
     return py::bytes(id);
   });
   m.def("current_actor_id", &internal::CurrentActorId);
+  m.def("placement_group_id", &internal::CurrentPlacementGroupId);
   m.def("was_current_actor_restarted", &internal::WasCurrentActorRestarted);
   m.def("task_id", &internal::CurrentTaskId);
   m.def("kv_put", [](const std::string& ns, const std::string& key, const py::bytes& value) {
@@ -214,6 +219,37 @@ void DefineCalls(py::module_& m) {
   m.def("remove_placement_group", [](const std::string& id_hex) {
     py::gil_scoped_release release;
     internal::RemovePlacementGroup(id_hex);
+  });
+  // A group as a dict (id, name, bundles, strategy, state: the enums' numbers).
+  auto group_dict = [](const internal::PlacementGroupData& data) {
+    py::dict out;
+    out["id"] = data.id;
+    out["name"] = data.options.name;
+    out["bundles"] = static_cast<const std::vector<std::map<std::string, double>>&>(data.options.bundles);
+    out["strategy"] = static_cast<int>(data.options.strategy);
+    out["state"] = data.state;
+    out["detached"] = data.options.lifetime == ActorLifetime::DETACHED;
+    return out;
+  };
+  m.def("lookup_placement_group", [group_dict](const std::string& id_hex, const std::string& name) -> py::object {
+    internal::PlacementGroupData data;
+    bool found;
+    {
+      py::gil_scoped_release release;
+      found = internal::LookUpPlacementGroup(id_hex, name, &data);
+    }
+    if (!found) return py::none();
+    return group_dict(data);
+  });
+  m.def("list_placement_groups", [group_dict]() {
+    std::vector<internal::PlacementGroupData> groups;
+    {
+      py::gil_scoped_release release;
+      groups = internal::ListPlacementGroups();
+    }
+    py::list out;
+    for (const auto& data : groups) out.append(group_dict(data));
+    return out;
   });
   m.def("set_python_workers", &internal::SetPythonWorkers, py::arg("executable"), py::arg("path"));
 }

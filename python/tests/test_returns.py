@@ -137,11 +137,12 @@ def test_num_returns_zero_runs_the_task_and_gives_none(cluster):
         assert os.path.exists(path)
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "2", True])
-def test_bad_num_returns_is_a_value_error_where_it_is_given(cluster, bad):
-    with pytest.raises(ValueError, match="num_returns"):
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), ("2", ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bad_num_returns_is_refused_where_it_is_given(cluster, bad, error):
+    # As Ray's: a value of the wrong type is a TypeError, a wrong value a ValueError.
+    with pytest.raises(error, match="num_returns"):
         pair.options(num_returns=bad)
-    with pytest.raises(ValueError, match="num_returns"):
+    with pytest.raises(error, match="num_returns"):
         orb.remote(num_returns=bad)(lambda: None)
 
 

@@ -157,10 +157,12 @@ def test_bad_input_is_a_clear_error(embedded):
         square.remote(1, y=2)
     with pytest.raises(ValueError, match="invalid option.*num_cpu"):
         square.options(num_cpu=1)
-    with pytest.raises(ValueError, match="num_cpus must be a number"):
+    with pytest.raises(TypeError, match="'num_cpus' of a remote function must be int or float, not str"):
         square.options(num_cpus="two")
-    with pytest.raises(ValueError, match="max_retries must be an integer"):
+    with pytest.raises(TypeError, match="'max_retries'"):
         square.options(max_retries=1.5)
+    with pytest.raises(ValueError, match="num_cpus must be a number >= 0"):
+        square.options(num_cpus=-1)
     # An unpicklable result fails the task, with the type named; the worker lives on.
     with pytest.raises(TaskError, match="cannot serialize the result of .*lock"):
         orb.get(orb.remote(lambda: threading.Lock()).remote())

@@ -125,18 +125,38 @@ void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
     return;
   }
   // An ordered actor has one batch in flight; a concurrent one up to max_concurrency,
-  // each of which its worker runs on its thread pool.
-  size_t max_batches = std::max(1, actor.info.creation_spec().actor_creation().max_concurrency());
-  while (!actor.waiting.empty() && actor.in_flight.size() < max_batches) {
+  // each of which its worker runs on its thread pool; each concurrency group up to the
+  // number of calls it runs at once. A batch holds the calls of one group only, so that
+  // one group's slow calls never hold back another's results.
+  const rpc::ActorCreationSpec& creation = actor.info.creation_spec().actor_creation();
+  auto limit = [&creation](const std::string& group) -> size_t {
+    if (group.empty()) return static_cast<size_t>(std::max(1, creation.max_concurrency()));
+    auto it = creation.concurrency_groups().find(group);
+    // Not a group of the actor's: one at a time, and the worker answers it with why.
+    return it == creation.concurrency_groups().end() ? 1 : static_cast<size_t>(std::max(1, it->second));
+  };
+  std::unordered_map<std::string, size_t> busy;
+  for (const auto& [number, calls] : actor.in_flight) busy[calls.front().spec.concurrency_group()]++;
+  while (true) {
+    auto first = std::find_if(actor.waiting.begin(), actor.waiting.end(), [&](const Call& call) {
+      const std::string& group = call.spec.concurrency_group();
+      return busy[group] < limit(group);
+    });
+    if (first == actor.waiting.end()) break;
+    std::string group = first->spec.concurrency_group();
     std::vector<Call> batch;
-    size_t n = std::min<size_t>(actor.waiting.size(), kMaxBatch);
-    for (size_t i = 0; i < n; ++i) {
-      bool suspect = actor.waiting.front().suspect;
+    for (auto it = first; it != actor.waiting.end() && batch.size() < kMaxBatch;) {
+      if (it->spec.concurrency_group() != group) {
+        ++it;
+        continue;
+      }
+      bool suspect = it->suspect;
       if (suspect && !batch.empty()) break;  // a suspect goes alone
-      batch.push_back(std::move(actor.waiting.front()));
-      actor.waiting.pop_front();
+      batch.push_back(std::move(*it));
+      it = actor.waiting.erase(it);
       if (suspect) break;
     }
+    busy[group]++;
     SendBatch(actor_id, actor, std::move(batch));
   }
 }

@@ -6,6 +6,8 @@
 // batches in flight. For an ordered actor (max_concurrency 1) one batch is in flight at
 // a time, so calls run in submission order; calls made meanwhile go out together in the
 // next batch. A concurrent actor (max_concurrency n) has up to n batches in flight.
+// Each concurrency group of the actor has as many batches in flight as it runs calls at
+// once, a batch holding calls of one group; calls keep their order within a group.
 //
 // A batch whose push fails (the actor's process died): its calls with retries left
 // (the actor's max_task_retries) are queued again in front, in order, and sent once the

@@ -26,6 +26,10 @@ namespace orb {
 namespace {
 
 thread_local std::string current_task_id;  // binary; empty outside a task
+// The placement group (binary) the current task runs in (empty: none), and whether what
+// it starts goes there too.
+thread_local std::string current_placement_group;
+thread_local bool current_task_captures = false;
 
 class CoreWorkerGrpcService : public RpcService {
  public:
@@ -154,7 +158,11 @@ absl::Status CoreWorker::Start() {
                                const std::vector<internal::RefData>& refs) {
     return StoreReturn(spec, ObjectID::FromBinary(object_id), std::move(bytes), refs);
   };
-  hooks.set_current_task = [](const std::string& id) { current_task_id = id; };
+  hooks.set_current_task = [](const std::string& id, const std::string& placement_group, bool capture) {
+    current_task_id = id;
+    current_placement_group = placement_group;
+    current_task_captures = capture;
+  };
   hooks.on_task_ran = [this](const rpc::TaskSpec& spec, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error) {
     task_events_->RecordRun(spec, start_ns, end_ns, error);
     if (canceller_) canceller_->OnTaskEnded(spec.task_id());
@@ -311,6 +319,10 @@ std::vector<internal::RefData> CoreWorker::RefsTo(const std::vector<ObjectID>& i
 
 std::string CoreWorker::CurrentTaskId() const { return current_task_id; }
 
+std::string CoreWorker::CurrentPlacementGroupId() const {
+  return current_placement_group.empty() ? std::string() : PlacementGroupID::FromBinary(current_placement_group).Hex();
+}
+
 std::string CoreWorker::TaskIdHex() const {
   return current_task_id.empty() ? std::string() : TaskID::FromBinary(current_task_id).Hex();
 }
@@ -391,6 +403,7 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   scheduling->set_affinity_soft(options.affinity_soft);
   scheduling->set_label_selector(options.label_selector);
   scheduling->set_soft_label_selector(options.soft_label_selector);
+  scheduling->set_capture_child_tasks(options.capture_child_tasks && !options.placement_group_id.empty());
   if (options.resources_set) {
     for (const auto& [k, v] : options.resources) {
       if (v > 0) (*spec.mutable_resources())[k] = v;
@@ -469,10 +482,21 @@ std::string CoreWorker::EffectiveRuntimeEnv(const std::string& requested) const 
   return SerializeRuntimeEnv(MergeRuntimeEnv(parent.ok() ? *parent : RuntimeEnvSpec(), *child));
 }
 
+internal::TaskOptionsData CoreWorker::CapturedPlacement(const internal::TaskOptionsData& options) {
+  bool own_placement = !options.placement_group_id.empty() || options.strategy != 0 || options.leave_captured_group;
+  if (!current_task_captures || current_placement_group.empty() || own_placement) return options;
+  internal::TaskOptionsData captured = options;
+  captured.placement_group_id = PlacementGroupID::FromBinary(current_placement_group).Hex();
+  captured.bundle_index = -1;
+  captured.capture_child_tasks = true;
+  return captured;
+}
+
 std::vector<internal::RefData> CoreWorker::SubmitTask(const std::string& function_name,
                                                       std::vector<internal::ArgData> args,
                                                       const internal::TaskOptionsData& options) {
-  rpc::TaskSpec spec = BuildSpec(function_name, std::move(args), options, /*default_cpu=*/true);
+  CheckTaskOnlyOptions(function_name, options);
+  rpc::TaskSpec spec = BuildSpec(function_name, std::move(args), CapturedPlacement(options), /*default_cpu=*/true);
   std::vector<ObjectID> returns = ReturnIds(spec);
   // One spec, shared by the queue and (when the task may run again) the lineage.
   auto shared = std::make_shared<const rpc::TaskSpec>(std::move(spec));

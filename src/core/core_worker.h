@@ -140,6 +140,7 @@ class CoreWorker : public Runtime {
   std::string NodeIdHex() const override { return node_id_.Hex(); }
   std::string JobIdHex() const override { return options_.job_id.Hex(); }
   std::string TaskIdHex() const override;
+  std::string CurrentPlacementGroupId() const override;
   std::string GcsAddress() const override { return options_.gcs_address; }
   const std::string& token() const { return options_.token; }
 
@@ -174,6 +175,9 @@ class CoreWorker : public Runtime {
   // The canonical environment of a task that asks for `requested` (RuntimeEnv JSON) on
   // top of this process's. RuntimeEnvError when it is malformed.
   std::string EffectiveRuntimeEnv(const std::string& requested) const;
+  // `options`, or — when they name no placement and the current task captures its
+  // children (placement_group_capture_child_tasks) — placed in the current task's group.
+  static internal::TaskOptionsData CapturedPlacement(const internal::TaskOptionsData& options);
   rpc::TaskSpec BuildSpec(const std::string& function_name, std::vector<internal::ArgData> args,
                           const internal::TaskOptionsData& options, bool default_cpu);
   // How long API calls wait for a GCS that is unreachable (restarting), as Ray's

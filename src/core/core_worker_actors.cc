@@ -28,11 +28,14 @@ std::string ClassNameOf(std::string factory_name) {
 std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector<internal::ArgData> args,
                                     const internal::ActorOptionsData& options) {
   CheckActorOptions(options);
-  rpc::TaskSpec spec = BuildSpec(factory_name, std::move(args), options.placement, /*default_cpu=*/false);
+  rpc::TaskSpec spec = BuildSpec(factory_name, std::move(args), CapturedPlacement(options.placement), /*default_cpu=*/false);
   ActorID id = ActorID::FromRandom();
   rpc::ActorCreationSpec* creation = spec.mutable_actor_creation();
   creation->set_actor_id(id.Binary());
   creation->set_max_concurrency(options.max_concurrency);
+  for (const auto& [name, max_concurrency] : options.concurrency_groups) {
+    (*creation->mutable_concurrency_groups())[name] = max_concurrency;
+  }
   creation->set_class_name(ClassNameOf(factory_name));
   spec.set_max_retries(0);
 
@@ -60,6 +63,7 @@ std::vector<internal::RefData> CoreWorker::SubmitActorTask(const std::string& ac
   spec.clear_resources();  // validated above; the call runs on the actor's resources
   spec.set_actor_id(actor_id);
   spec.set_max_retries(0);  // the actor's max_task_retries governs
+  spec.set_concurrency_group(options.concurrency_group);
   std::vector<ObjectID> returns = ReturnIds(spec);
   for (const ObjectID& id : returns) {
     objects_->AddPending(id, nullptr,

@@ -21,7 +21,8 @@ struct LocalModeRuntime::Actor {
   std::string ns;
   std::shared_ptr<std::vector<internal::ArgData>> args;  // kept for restarts
   int max_restarts = 0;
-  std::unique_ptr<LocalExecutor> executor;
+  std::unique_ptr<LocalExecutor> executor;  // the default concurrency group's
+  std::map<std::string, std::unique_ptr<LocalExecutor>> groups;  // named concurrency groups
   std::mutex mu;
   std::condition_variable cv;
   State state = State::kStarting;    // guarded by mu
@@ -268,7 +269,7 @@ void CheckOneReturn(const internal::TaskOptionsData& options) {
 std::vector<internal::RefData> LocalModeRuntime::SubmitTask(const std::string& function_name,
                                                             std::vector<internal::ArgData> args,
                                                             const internal::TaskOptionsData& options) {
-  CheckTaskOptions(options);
+  CheckTaskOnlyOptions(function_name, options);
   CheckOneReturn(options);
   std::string return_id = NewObject();
   auto shared_args = std::make_shared<std::vector<internal::ArgData>>(std::move(args));
@@ -332,6 +333,9 @@ std::string LocalModeRuntime::CreateActor(const std::string& factory_name, std::
   HoldArgs(*actor->args);  // for the actor's life: restarts read them again
   actor->max_restarts = options.max_restarts;
   actor->executor = std::make_unique<LocalExecutor>(options.max_concurrency, LocalExecutor::Growth::kNever);
+  for (const auto& [name, size] : options.concurrency_groups) {
+    actor->groups[name] = std::make_unique<LocalExecutor>(size, LocalExecutor::Growth::kNever);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!actor->name.empty()) {
@@ -366,9 +370,21 @@ std::vector<internal::RefData> LocalModeRuntime::SubmitActorTask(const std::stri
              std::make_exception_ptr(ActorDiedError("actor " + ActorID::FromBinary(actor_id).Hex() + " is not known")), {});
     return {internal::RefData{return_id, kOwner}};
   }
+  LocalExecutor* executor = actor->executor.get();
+  if (!options.concurrency_group.empty()) {
+    auto group = actor->groups.find(options.concurrency_group);
+    if (group == actor->groups.end()) {
+      Complete(return_id, nullptr,
+               std::make_exception_ptr(Error(method_name + ": the actor has no concurrency group '" +
+                                             options.concurrency_group + "'")),
+               {});
+      return {internal::RefData{return_id, kOwner}};
+    }
+    executor = group->second.get();
+  }
   auto shared_args = std::make_shared<std::vector<internal::ArgData>>(std::move(args));
   std::vector<std::string> held = HoldArgs(*shared_args);
-  actor->executor->Post([this, actor, method_name, return_id, shared_args, held] {
+  executor->Post([this, actor, method_name, return_id, shared_args, held] {
     std::shared_ptr<void> instance;
     bool restarted = false;
     std::string death;

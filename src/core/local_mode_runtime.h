@@ -69,6 +69,7 @@ class LocalModeRuntime : public Runtime {
   std::string NodeIdHex() const override { return node_id_; }
   std::string JobIdHex() const override { return job_id_; }
   std::string TaskIdHex() const override;
+  std::string CurrentPlacementGroupId() const override { return ""; }  // groups place nothing here
   std::string GcsAddress() const override { return ""; }
   void Disconnect() override;
   bool SafeToDestroy() const override { return idle_; }

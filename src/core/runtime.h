@@ -84,6 +84,8 @@ class Runtime {
   virtual std::string NodeIdHex() const = 0;
   virtual std::string JobIdHex() const = 0;
   virtual std::string TaskIdHex() const = 0;  // empty outside a task
+  // The placement group (hex) the current task or actor runs in; empty: none.
+  virtual std::string CurrentPlacementGroupId() const = 0;
   virtual std::string GcsAddress() const = 0;  // empty when there is no cluster
 
   // Leaves the cluster (or stops local execution).

@@ -308,6 +308,7 @@ std::string GetNamedActor(const std::string& name, const std::string& ray_namesp
 }
 
 std::string CurrentActorId() { return g_runtime ? g_runtime->CurrentActorId() : std::string(); }
+std::string CurrentPlacementGroupId() { return g_runtime ? g_runtime->CurrentPlacementGroupId() : std::string(); }
 bool WasCurrentActorRestarted() { return g_runtime && g_runtime->WasCurrentActorRestarted(); }
 
 std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options) {

@@ -39,9 +39,23 @@ void CheckTaskOptions(const internal::TaskOptionsData& options) {
   if (auto env = ParseRuntimeEnv(options.runtime_env); !env.ok()) throw RuntimeEnvError(std::string(env.status().message()));
 }
 
+void CheckTaskOnlyOptions(const std::string& function_name, const internal::TaskOptionsData& options) {
+  CheckTaskOptions(options);
+  if (!options.concurrency_group.empty()) {
+    throw Error("task '" + function_name + "': concurrency_group is an option of actor calls, not of tasks");
+  }
+}
+
 void CheckActorOptions(const internal::ActorOptionsData& options) {
   CheckTaskOptions(options.placement);
   if (options.max_concurrency < 1) throw Error("max_concurrency must be at least 1");
+  for (const auto& [name, max_concurrency] : options.concurrency_groups) {
+    if (name.empty()) throw Error("a concurrency group needs a name");
+    if (max_concurrency < 1) {
+      throw Error("concurrency group '" + name + "' must run at least 1 call at once, not " +
+                  std::to_string(max_concurrency));
+    }
+  }
   if (options.max_restarts < -1) throw Error("max_restarts must be -1 (no limit) or more");
   if (options.max_task_retries < -1) throw Error("max_task_retries must be -1 (no limit) or more");
 }

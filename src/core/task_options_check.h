@@ -12,6 +12,8 @@ namespace orb {
 constexpr int kMaxNumReturns = 1 << 16;
 
 void CheckTaskOptions(const internal::TaskOptionsData& options);
+// A task's options: CheckTaskOptions, and none that only an actor call takes.
+void CheckTaskOnlyOptions(const std::string& function_name, const internal::TaskOptionsData& options);
 void CheckActorOptions(const internal::ActorOptionsData& options);
 void CheckPlacementGroupOptions(const PlacementGroupCreationOptions& options);
 

@@ -144,6 +144,26 @@ void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
   set_visible_gpus_ = true;
 }
 
+void TaskReceiver::StartActorPools(const rpc::TaskSpec& creation) {
+  actor_placement_ = creation.scheduling();
+  const auto& groups = creation.actor_creation().concurrency_groups();
+  int threads = creation.actor_creation().max_concurrency();
+  // With groups, the default group's calls go to a pool too (of one thread: in order).
+  if ((threads > 1 || !groups.empty()) && !actor_pool_) actor_pool_ = std::make_unique<ThreadPool>(threads);
+  for (const auto& [name, size] : groups) {
+    if (!group_pools_.count(name)) group_pools_[name] = std::make_unique<ThreadPool>(size);
+  }
+}
+
+const rpc::SchedulingOptions& TaskReceiver::PlacementOf(const rpc::TaskSpec& spec) const {
+  return spec.actor_id().empty() ? spec.scheduling() : actor_placement_;
+}
+
+ThreadPool* TaskReceiver::PoolFor(const rpc::TaskSpec& call) {
+  auto group = group_pools_.find(call.concurrency_group());
+  return group == group_pools_.end() ? actor_pool_.get() : group->second.get();  // unknown: Execute fails it
+}
+
 void TaskReceiver::RunOnPool(Batch batch) {
   int n = batch.request->tasks_size();
   auto remaining = std::make_shared<std::atomic<int>>(n);
@@ -152,7 +172,7 @@ void TaskReceiver::RunOnPool(Batch batch) {
   // Posted in order, so a call that waits for an earlier one's result never waits for
   // a call that has not been taken by a thread.
   for (int i = 0; i < n; ++i) {
-    actor_pool_->Post([this, shared, results, remaining, i] {
+    PoolFor(shared->request->tasks(i))->Post([this, shared, results, remaining, i] {
       results->Set(i, Execute(shared->request->tasks(i), results.get()));
       if (remaining->fetch_sub(1) != 1) return;
       results->MoveInto(shared->reply);
@@ -300,8 +320,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
         actor_id_ = spec.actor_creation().actor_id();
         hooks_.on_actor_created(actor_id_, spec.actor_creation().restarted());
         actor_ = (*factory)(args);
-        int threads = spec.actor_creation().max_concurrency();
-        if (threads > 1 && !actor_pool_) actor_pool_ = std::make_unique<ThreadPool>(threads);
+        StartActorPools(spec);
         return internal::Serialize(msgpack::type::nil_t());
       };
     }
@@ -312,6 +331,13 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     }
     if (actor_exited_) {
       return fail(rpc::ACTOR_DIED, "the actor exited (a call ran orb::ExitActor()) before " + spec.function_name() + " ran");
+    }
+    if (!spec.concurrency_group().empty() && !group_pools_.count(spec.concurrency_group())) {
+      std::string groups;
+      for (const auto& [name, pool] : group_pools_) groups += (groups.empty() ? "" : ", ") + name;
+      return fail(rpc::TASK_ERROR, spec.function_name() + ": the actor has no concurrency group '" +
+                                       spec.concurrency_group() + "' (" +
+                                       (groups.empty() ? "it has none" : "its groups: " + groups) + ")");
     }
     if (const internal::ActorMethod* method = registry.FindMethod(spec.function_name())) {
       call = [this, method](const Args& args) { return (*method)(actor_.get(), args); };
@@ -324,7 +350,8 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
                                              "' is not registered in the worker (is ORB_REMOTE(" +
                                              spec.function_name() + ") linked into the worker's code?)");
   }
-  hooks_.set_current_task(spec.task_id());
+  const rpc::SchedulingOptions& placement = PlacementOf(spec);
+  hooks_.set_current_task(spec.task_id(), placement.placement_group_id(), placement.capture_child_tasks());
   std::string output;
   std::vector<internal::ReturnData> more;  // returns 2..num_returns
   try {
@@ -344,32 +371,32 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     output = call(args);
     more = returns.TakeMore();
   } catch (const internal::ActorExitSignal&) {
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     actor_exited_ = true;
     exit_requested_ = true;
     return fail(rpc::ACTOR_DIED, "the actor exited: " + spec.function_name() + " called orb::ExitActor()");
   } catch (const internal::ArgumentError& e) {
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());
   } catch (const orb::OwnerDiedError& e) {
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     return fail(rpc::OWNER_DIED, spec.function_name() + ": " + e.what());
   } catch (const orb::ObjectLostError& e) {
     // An argument (or an object the task read) is gone for good: the caller sees the loss.
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     return fail(rpc::OBJECT_LOST, spec.function_name() + ": " + e.what());
   } catch (const orb::Error& e) {
     // An orb failure inside the task (a Get of a failed object...): its own message.
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     return fail(rpc::TASK_ERROR, spec.function_name() + ": " + e.what());
   } catch (const std::exception& e) {
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     return fail(rpc::TASK_ERROR, spec.function_name() + ": " + ExceptionTypeName(e) + ": " + e.what());
   } catch (...) {
-    hooks_.set_current_task("");
+    hooks_.set_current_task("", "", false);
     return fail(rpc::TASK_ERROR, spec.function_name() + ": threw a non-standard exception");
   }
-  hooks_.set_current_task("");
+  hooks_.set_current_task("", "", false);
   std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
   int num_returns = NumReturns(spec);
   if (num_returns > 1 && more.empty()) {

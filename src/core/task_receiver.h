@@ -18,7 +18,10 @@
 //
 // Actors: an actor creation task runs the registered factory and keeps the instance;
 // later tasks for that actor call registered methods on it. With max_concurrency > 1
-// they run on a pool of that many threads instead of the main thread. orb::ExitActor()
+// they run on a pool of that many threads instead of the main thread; an actor with
+// concurrency groups runs each group's calls on a pool of the group's size (the calls
+// naming no group on the default pool, max_concurrency threads), so that one group's
+// calls never wait for another's. orb::ExitActor()
 // in a method answers that call with ACTOR_DIED and then ends the actor.
 //
 // Cancel (orb::Cancel, from the task's owner): a task not started yet is answered
@@ -69,8 +72,11 @@ class TaskReceiver {
     std::function<rpc::ObjectValue(const rpc::TaskSpec&, const std::string& object_id, std::string,
                                    const std::vector<internal::RefData>& refs)>
         store_result;
-    // Marks which task the current thread runs (empty when done).
-    std::function<void(const std::string& task_id)> set_current_task;
+    // Marks which task the current thread runs (empty when done), the placement group it
+    // runs in (binary ID; empty: none), and whether what it starts goes there too unless
+    // it says otherwise (placement_group_capture_child_tasks).
+    std::function<void(const std::string& task_id, const std::string& placement_group, bool capture)>
+        set_current_task;
     // A task ran here from `start_ns` to `end_ns` (Unix ns); `error`: why it failed, or null.
     std::function<void(const rpc::TaskSpec&, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error)> on_task_ran;
     // This worker now hosts the actor (binary ID); `restarted`: its constructor ran before.
@@ -142,8 +148,14 @@ class TaskReceiver {
   // Runs a batch in order on this thread, reporting results early while it runs long;
   // the slot from which the reply must carry results.
   int RunInOrder(const Batch& batch, BatchResults* results);
-  // Runs a batch of actor calls on the pool; answers when all are done.
+  // Runs a batch of actor calls on the pools; answers when all are done.
   void RunOnPool(Batch batch);
+  // The actor's creation: its pools (default group, named groups) and placement.
+  void StartActorPools(const rpc::TaskSpec& creation);
+  // The pool an actor call runs on: its concurrency group's, else the default group's.
+  ThreadPool* PoolFor(const rpc::TaskSpec& call);
+  // The placement of the task `spec`: its own, or for an actor call its actor's.
+  const rpc::SchedulingOptions& PlacementOf(const rpc::TaskSpec& spec) const;
   // Whether a cancel came for the task; takes it (each cancel answers one run).
   bool TakeCancel(const std::string& task_id);
   // CUDA_VISIBLE_DEVICES = the GPUs of the batch's lease (unset when it holds none).
@@ -153,7 +165,10 @@ class TaskReceiver {
   CallStreamServer* stream_ = nullptr;
   std::shared_ptr<void> actor_;  // the actor instance this worker hosts, if any
   std::string actor_id_;
-  std::unique_ptr<ThreadPool> actor_pool_;  // for max_concurrency > 1
+  // The default concurrency group's pool: with max_concurrency > 1 or named groups.
+  std::unique_ptr<ThreadPool> actor_pool_;
+  std::unordered_map<std::string, std::unique_ptr<ThreadPool>> group_pools_;  // named groups
+  rpc::SchedulingOptions actor_placement_;  // the actor's creation's: its calls run there
   std::atomic<bool> exit_requested_{false};
   std::atomic<bool> actor_exited_{false};  // a call ran orb::ExitActor(): later calls fail
   bool set_visible_gpus_ = false;

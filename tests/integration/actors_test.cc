@@ -237,6 +237,23 @@ TEST_CASE("max_concurrency runs calls at the same time", "[actors]") {
   CHECK(latest_start < earliest_end);  // all four were running at one moment
 }
 
+TEST_CASE("concurrency groups run their calls apart from the default group and from each other", "[actors]") {
+  orb::testing::EnsureCluster();
+  auto counter = orb::Actor(Counter::Create).AddConcurrencyGroup("io", 2).Remote(0);
+  auto slow = counter.Task(&Counter::Stamp).Remote(1500);  // the default group: one at a time
+  auto io1 = counter.Task(&Counter::Stamp).SetConcurrencyGroup("io").Remote(400);
+  auto io2 = counter.Task(&Counter::Stamp).SetConcurrencyGroup("io").Remote(400);
+  auto after = counter.Task(&Counter::Stamp).Remote(0);  // behind `slow`, in order
+  auto s = *slow.Get(30000), a = *io1.Get(30000), b = *io2.Get(30000), later = *after.Get(30000);
+  CHECK(a[1] < s[1]);                              // io ran while the default group's call did
+  CHECK(std::max(a[0], b[0]) < std::min(a[1], b[1]));  // the two io calls at once
+  CHECK(later[0] >= s[1]);                         // the default group keeps its order
+  CHECK_THROWS_WITH(counter.Task(&Counter::Get).SetConcurrencyGroup("gpu").Remote().Get(30000),
+                    Catch::Contains("no concurrency group 'gpu'") && Catch::Contains("io"));
+  CHECK(*counter.Task(&Counter::Add).Remote(1).Get(30000) == 1);  // still serving
+  CHECK_THROWS_WITH(orb::Actor(Counter::Create).AddConcurrencyGroup("io", 0).Remote(0), Catch::Contains("'io'"));
+}
+
 TEST_CASE("ExitActor ends the actor after the call", "[actors]") {
   orb::testing::EnsureCluster();
   auto counter = orb::Actor(Counter::Create).SetMaxRestarts(3).Remote(0);

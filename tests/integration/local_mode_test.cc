@@ -124,6 +124,13 @@ TEST_CASE("local mode actors: order, names, restarts, ExitActor, concurrency", "
   std::vector<orb::ObjectRef<std::string>> all;
   for (int i = 0; i < 3; ++i) all.push_back(latch.Task(&Latch::CountDown).Remote());
   for (const auto& r : orb::Get(all, 30000)) CHECK(*r == "ok");
+  // A concurrency group runs its calls at once while the default group runs one at a time.
+  auto grouped = orb::Actor(Latch::Create).AddConcurrencyGroup("io", 3).Remote();
+  all.clear();
+  for (int i = 0; i < 3; ++i) all.push_back(grouped.Task(&Latch::CountDown).SetConcurrencyGroup("io").Remote());
+  for (const auto& r : orb::Get(all, 30000)) CHECK(*r == "ok");
+  CHECK_THROWS_WITH(grouped.Task(&Latch::CountDown).SetConcurrencyGroup("gpu").Remote().Get(),
+                    Catch::Contains("no concurrency group 'gpu'"));
 }
 
 TEST_CASE("local mode placement groups are placed at once", "[local_mode][pg]") {

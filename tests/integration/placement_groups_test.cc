@@ -15,6 +15,10 @@ namespace {
 std::string WhereAmI() { return orb::GetRuntimeContext().GetNodeId(); }
 ORB_REMOTE(WhereAmI);
 
+// Starts a task with no placement of its own and waits up to `timeout_ms` for it.
+std::string ChildNode(int timeout_ms) { return *orb::Task(WhereAmI).Remote().Get(timeout_ms); }
+ORB_REMOTE(ChildNode);
+
 class Pinned {
  public:
   static Pinned* Create() { return new Pinned(); }
@@ -126,6 +130,20 @@ TEST_CASE("a group that does not fit waits, and is placed when resources free up
   orb::RemovePlacementGroup(everything.GetID());
   CHECK(waiting.Wait(30));
   orb::RemovePlacementGroup(waiting.GetID());
+  CHECK(ResourcesSettleTo(6));
+}
+
+TEST_CASE("a task that captures its children runs them in its group; one that does not leaves them out", "[pg]") {
+  Cluster();
+  auto everything = Create(orb::PlacementStrategy::STRICT_SPREAD, 3, 2);  // every CPU of the cluster
+  REQUIRE(everything.Wait(30));
+  auto nodes = NodesOfBundles(everything);
+  std::string child = *orb::Task(ChildNode).SetPlacementGroup(everything, 0, true).Remote(30000).Get(60000);
+  CHECK(std::count(nodes.begin(), nodes.end(), child) == 1);
+  // Not captured, the child waits for a CPU outside the group, and there is none.
+  CHECK_THROWS_WITH(orb::Task(ChildNode).SetPlacementGroup(everything, 0).Remote(2000).Get(60000),
+                    Catch::Contains("GetTimeoutError") || Catch::Contains("timed out"));
+  orb::RemovePlacementGroup(everything.GetID());
   CHECK(ResourcesSettleTo(6));
 }
 

@@ -54,6 +54,13 @@ struct TaskOptionsData {
   std::string soft_label_selector;  // preferred
   std::string placement_group_id;   // hex; empty: not in a group
   int bundle_index = -1;            // -1: any bundle of the group
+  // In a group: what this task or actor starts goes into the group too, unless it names
+  // a placement of its own. A task started with no placement by one that captures is
+  // placed in the same group (any bundle), and captures in turn.
+  bool capture_child_tasks = false;
+  // Not captured into the group of the task that starts it (Ray's
+  // PlacementGroupSchedulingStrategy(placement_group=None)).
+  bool leave_captured_group = false;
   std::string runtime_env;          // RuntimeEnv::Serialize(); empty: the job's (or parent's)
   // The language the function is written in: a worker of that language runs it.
   Language language = Language::kCpp;
@@ -67,6 +74,8 @@ struct TaskOptionsData {
   // at most `generator_backpressure` of them unread before it waits (0: no bound).
   bool streaming = false;
   int generator_backpressure = 0;
+  // An actor call: the actor's concurrency group it runs in (empty: the default group).
+  std::string concurrency_group;
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so
@@ -77,7 +86,10 @@ struct ActorOptionsData {
   std::string ray_namespace;   // empty: the job's namespace
   int max_restarts = 0;        // -1: without limit
   int max_task_retries = 0;    // -1: without limit
-  int max_concurrency = 1;
+  int max_concurrency = 1;  // of the default concurrency group
+  // Named concurrency groups: each runs up to its number of calls at once, apart from
+  // the others and from the default group.
+  std::map<std::string, int> concurrency_groups;
   bool detached = false;
   bool lifetime_set = false;  // false: the job's Config::default_actor_lifetime
 };
@@ -194,6 +206,8 @@ std::string CurrentGcsAddress();
 std::string CurrentNodeId();
 std::string CurrentJobId();
 std::string CurrentTaskId();
+// The placement group (hex) the current task or actor runs in; empty: none.
+std::string CurrentPlacementGroupId();
 std::vector<NodeInfo> ClusterNodes();
 void RequestResources(const std::vector<std::map<std::string, double>>& bundles);
 

@@ -67,6 +67,54 @@ def placement_group(bundles, strategy="PACK", name="", lifetime=None):
     return PlacementGroup(id_hex, specs)
 
 
+STATES = {0: "PENDING", 1: "CREATED", 2: "REMOVED", 3: "RESCHEDULING"}
+
+
+def _group_of(data):
+    return PlacementGroup(data["id"], [dict(b) for b in data["bundles"]])
+
+
+def get_current_placement_group():
+    """The placement group the current task or actor runs in, or None (Ray's)."""
+    from orb import _check_initialized
+    _check_initialized("get_current_placement_group")
+    id_hex = _core.placement_group_id()
+    if not id_hex:
+        return None
+    data = _core.lookup_placement_group(id_hex, "")
+    return _group_of(data) if data else PlacementGroup(id_hex)
+
+
+def get_placement_group(placement_group_name):
+    """The live placement group with this name in the job's namespace; ValueError if none."""
+    from orb import _check_initialized
+    _check_initialized("get_placement_group")
+    if not placement_group_name:
+        raise ValueError("get_placement_group() needs a name")
+    data = _core.lookup_placement_group("", placement_group_name)
+    if data is None:
+        raise ValueError("Failed to look up placement group with name: %s" % placement_group_name)
+    return _group_of(data)
+
+
+def placement_group_table(placement_group=None):
+    """Every group the cluster knows (or one), by hex ID: its name, bundles, strategy and
+    state, as Ray's ray.util.placement_group_table()."""
+    from orb import _check_initialized
+    _check_initialized("placement_group_table")
+    strategies = {number: name for name, number in STRATEGIES.items()}
+
+    def row(data):
+        return {"placement_group_id": data["id"], "name": data["name"],
+                "bundles": {i: dict(b) for i, b in enumerate(data["bundles"])},
+                "strategy": strategies.get(data["strategy"], "UNKNOWN"), "state": STATES.get(data["state"], "UNKNOWN"),
+                "is_detached": data["detached"]}
+    if placement_group is not None:
+        data = _core.lookup_placement_group(placement_group.id.hex(), "")
+        return row(data) if data else {}
+    return {data["id"]: row(data) for data in _core.list_placement_groups()}
+
+
 def remove_placement_group(group):
     """Frees the group's bundles; what runs in them is stopped."""
     if not isinstance(group, PlacementGroup):
