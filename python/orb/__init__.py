@@ -59,6 +59,9 @@ def _worker_python_path():
     return path
 
 
+__version__ = "0.1.0"  # as setup.py and CMakeLists.txt say
+
+
 def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resources=None,
          object_store_memory=None, local_mode=False, ignore_reinit_error=False, code_search_path=None,
          prestart_workers=0):
@@ -77,7 +80,7 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
     """
     if _core.is_initialized():
         if ignore_reinit_error:
-            return
+            return _context()
         raise RuntimeError("orb.init() was already called; call orb.shutdown() first "
                            "(or pass ignore_reinit_error=True)")
     if resources is not None and not isinstance(resources, dict):
@@ -94,6 +97,41 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                object_store_memory=int(object_store_memory or 0), local_mode=False,
                code_search_path=[os.path.abspath(p) for p in (code_search_path or [])],
                prestart_workers=prestart_workers)
+    return _context()
+
+
+class OrbContext(dict):
+    """What init() returns, as Ray's RayContext: `address_info` (the GCS address, this
+    node's ID and address, the dashboard's URL), `dashboard_url`, `python_version` and
+    `orb_version`; read as a dict too. `with orb.init(): ...` shuts down at the end."""
+
+    def __init__(self, address_info):
+        super().__init__(address_info)
+        self.address_info = address_info
+        self.dashboard_url = address_info.get("webui_url") or None
+        self.python_version = "%d.%d.%d" % sys.version_info[:3]
+        self.orb_version = self.ray_version = __version__
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutdown()
+
+    def disconnect(self):
+        shutdown()
+
+
+def _context():
+    gcs = _core.gcs_address()
+    node_id = _core.node_id()
+    node_ip = gcs.rsplit(":", 1)[0]
+    for node in nodes():
+        if node.get("NodeID") == node_id:
+            node_ip = node.get("NodeManagerAddress") or node_ip
+    endpoints = _core.cluster_endpoints()
+    return OrbContext({"gcs_address": gcs, "address": gcs, "node_id": node_id, "node_ip_address": node_ip,
+                       "webui_url": endpoints["dashboard"], "metrics_export_address": endpoints["metrics"]})
 
 
 def shutdown():
@@ -288,6 +326,11 @@ class RuntimeContext:
 
     def get_actor_id(self):
         return _core.current_actor_id() or None
+
+    def get_assigned_resources(self):
+        """The resources the current task or actor holds ({"CPU": 1.0}; in a placement
+        group by their plain names); {} in the driver."""
+        return dict(_core.assigned_resources())
 
     def get_placement_group_id(self):
         """The placement group (hex ID) this task or actor runs in, or None."""

@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import importlib
 import inspect
+import os
 import signal
 import sys
 import threading
@@ -43,6 +44,21 @@ def _import(descriptor):
     return target
 
 
+# What the core sets in the environment for each lease (its GPUs, its CPUs): copied into
+# os.environ before a task runs, since os.environ is a copy made when Python started.
+LEASE_ENV = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+             "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
+
+
+def _sync_lease_env():
+    for name in LEASE_ENV:
+        value = _core.c_getenv(name)
+        if value is None:
+            os.environ.pop(name, None)
+        elif os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def _cross_args(args):
     return [unpack_value(bytes(a)) for a in args]
 
@@ -59,6 +75,7 @@ class Executor:
         self._async_classes = {}  # actor class -> whether it is an async actor
 
     def run_task(self, descriptor, args, num_returns=1):
+        _sync_lease_env()
         if descriptor.startswith(CROSS):
             try:
                 return _cross_result(_import(descriptor)(*_cross_args(args)), descriptor[len(CROSS):])
@@ -75,6 +92,7 @@ class Executor:
             _flush()
 
     def create_actor(self, descriptor, args):
+        _sync_lease_env()
         if descriptor.startswith(CROSS):
             try:
                 return _import(descriptor)(*_cross_args(args))

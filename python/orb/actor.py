@@ -25,6 +25,12 @@ def _is_async_class(cls):
                for _, m in inspect.getmembers(cls, predicate=inspect.isfunction))
 
 
+def _method_names(cls):
+    """The methods a handle calls: functions, static methods and class methods."""
+    return frozenset(name for name, _ in inspect.getmembers(
+        cls, predicate=lambda m: inspect.isfunction(m) or inspect.ismethod(m)))
+
+
 def _method_options(cls, methods):
     """The options @orb.method gave the class's methods, by name; a generator method
     streams by default (num_returns="streaming"), as in Ray."""
@@ -65,7 +71,7 @@ class ActorClass:
         self._core_options["task_name"] = "%s.__init__" % cls.__qualname__
         if "max_concurrency" not in self._options and _is_async_class(cls):
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
-        self._methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
+        self._methods = _method_names(cls)
         self._signatures = _method_signatures(cls, self._methods)
         self._method_options = _method_options(cls, self._methods)
         self._groups = _options.concurrency_groups(self._options)
@@ -76,6 +82,17 @@ class ActorClass:
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__
         self.__doc__ = cls.__doc__
+
+    def __getattr__(self, name):
+        """The class's own attributes — class attributes, static methods, class methods —
+        read through the actor class, as in Ray."""
+        cls = self.__dict__.get("_cls")
+        if cls is None or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
+        try:
+            return getattr(cls, name)
+        except AttributeError:
+            raise AttributeError("actor class %s has no attribute %r" % (cls.__qualname__, name)) from None
 
     def __call__(self, *args, **kwargs):
         raise TypeError("actor class %s cannot be instantiated directly: use %s.remote(...)" % (
@@ -119,7 +136,7 @@ def handle_of(actor_id, cls):
     does not keep the actor alive."""
     if cls is None:
         return ActorHandle(actor_id, "")
-    methods = frozenset(name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction))
+    methods = _method_names(cls)
     return ActorHandle(actor_id, cls.__qualname__, methods, _method_signatures(cls, methods),
                        _method_options(cls, methods))
 

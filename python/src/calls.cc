@@ -185,6 +185,23 @@ void DefineCalls(py::module_& m) {
   });
   m.def("current_actor_id", &internal::CurrentActorId);
   m.def("placement_group_id", &internal::CurrentPlacementGroupId);
+  m.def("assigned_resources", &internal::CurrentTaskResources);
+  m.def("cluster_endpoints", [] {
+    internal::ClusterEndpoints endpoints;
+    {
+      py::gil_scoped_release release;
+      endpoints = internal::GetClusterEndpoints();
+    }
+    py::dict out;
+    out["dashboard"] = endpoints.dashboard;
+    out["metrics"] = endpoints.metrics;
+    return out;
+  });
+  // The process's environment as C sees it (os.environ is a copy made at start-up).
+  m.def("c_getenv", [](const std::string& name) -> py::object {
+    const char* value = std::getenv(name.c_str());
+    return value ? py::object(py::str(value)) : py::object(py::none());
+  });
   m.def("was_current_actor_restarted", &internal::WasCurrentActorRestarted);
   m.def("task_id", &internal::CurrentTaskId);
   m.def("kv_put", [](const std::string& ns, const std::string& key, const py::bytes& value) {

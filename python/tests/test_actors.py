@@ -214,3 +214,40 @@ def test_current_actor_is_a_handle_to_the_actor_itself(embedded):
     assert orb.get(a.gpus.remote()) == {"GPU": []}
     with pytest.raises(RuntimeError, match="inside an actor"):
         orb.get_runtime_context().current_actor
+
+
+class Base:
+    KIND = "base"
+
+    @staticmethod
+    def double(x):
+        return 2 * x
+
+
+@orb.remote
+class Described(Base):
+    UNITS = "ms"
+
+    @classmethod
+    def units(cls):
+        return cls.UNITS
+
+    @staticmethod
+    def triple(x):
+        return 3 * x
+
+    def describe(self):
+        # The module-level name is the actor class: its attributes read through it, as in Ray.
+        return Described.KIND, Described.UNITS, Described.double(2)
+
+
+def test_class_attributes_static_and_class_methods(embedded):
+    assert Described.UNITS == "ms" and Described.KIND == "base"
+    assert Described.triple(2) == 6 and Described.units() == "ms"
+    d = Described.remote()
+    assert orb.get(d.describe.remote(), timeout=30) == ("base", "ms", 4)
+    assert orb.get(d.triple.remote(5), timeout=30) == 15
+    assert orb.get(d.units.remote(), timeout=30) == "ms"
+    assert orb.get(d.double.remote(4), timeout=30) == 8
+    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+        Described.missing

@@ -26,10 +26,11 @@ namespace orb {
 namespace {
 
 thread_local std::string current_task_id;  // binary; empty outside a task
-// The placement group (binary) the current task runs in (empty: none), and whether what
-// it starts goes there too.
+// The placement group (binary) the current task runs in (empty: none), whether what it
+// starts goes there too, and the resources it holds.
 thread_local std::string current_placement_group;
 thread_local bool current_task_captures = false;
+thread_local std::map<std::string, double> current_resources;
 
 class CoreWorkerGrpcService : public RpcService {
  public:
@@ -158,10 +159,18 @@ absl::Status CoreWorker::Start() {
                                const std::vector<internal::RefData>& refs) {
     return StoreReturn(spec, ObjectID::FromBinary(object_id), std::move(bytes), refs);
   };
-  hooks.set_current_task = [](const std::string& id, const std::string& placement_group, bool capture) {
+  hooks.set_current_task = [](const std::string& id, const rpc::TaskSpec* placement) {
     current_task_id = id;
-    current_placement_group = placement_group;
-    current_task_captures = capture;
+    current_placement_group = placement ? placement->scheduling().placement_group_id() : std::string();
+    current_task_captures = placement && placement->scheduling().capture_child_tasks();
+    current_resources.clear();
+    if (!placement) return;
+    for (const auto& [name, amount] : placement->resources()) {
+      size_t group = name.find("_group_");  // in a placement group: CPU_group_<i>_<id>
+      std::string plain = group == std::string::npos ? name : name.substr(0, group);
+      if (group != std::string::npos && plain == "bundle") continue;  // the group's own marker
+      current_resources[plain] = std::max(current_resources[plain], amount);
+    }
   };
   hooks.on_task_ran = [this](const rpc::TaskSpec& spec, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error) {
     task_events_->RecordRun(spec, start_ns, end_ns, error);
@@ -318,6 +327,19 @@ std::vector<internal::RefData> CoreWorker::RefsTo(const std::vector<ObjectID>& i
 }
 
 std::string CoreWorker::CurrentTaskId() const { return current_task_id; }
+
+std::map<std::string, double> CoreWorker::CurrentTaskResources() const { return current_resources; }
+
+CoreWorker::ClusterEndpoints CoreWorker::GetClusterEndpoints() {
+  CallOptions quick;
+  quick.timeout = std::chrono::seconds(5);
+  auto info = gcs_->CallSync<rpc::GetMetricsReply>(ORB_RPC(GetMetrics), rpc::GetMetricsRequest(), quick);
+  if (!info.ok()) throw Error("cannot ask the GCS at " + options_.gcs_address + " for its endpoints: " +
+                              std::string(info.status().message()));
+  std::string host = options_.gcs_address.substr(0, options_.gcs_address.rfind(':'));
+  auto at = [&](int port) { return port > 0 ? host + ":" + std::to_string(port) : std::string(); };
+  return ClusterEndpoints{at(info->dashboard_port()), at(info->metrics_export_port())};
+}
 
 std::string CoreWorker::CurrentPlacementGroupId() const {
   return current_placement_group.empty() ? std::string() : PlacementGroupID::FromBinary(current_placement_group).Hex();

@@ -141,6 +141,8 @@ class CoreWorker : public Runtime {
   std::string JobIdHex() const override { return options_.job_id.Hex(); }
   std::string TaskIdHex() const override;
   std::string CurrentPlacementGroupId() const override;
+  std::map<std::string, double> CurrentTaskResources() const override;
+  ClusterEndpoints GetClusterEndpoints() override;
   std::string GcsAddress() const override { return options_.gcs_address; }
   const std::string& token() const { return options_.token; }
 

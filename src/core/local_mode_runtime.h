@@ -70,6 +70,8 @@ class LocalModeRuntime : public Runtime {
   std::string JobIdHex() const override { return job_id_; }
   std::string TaskIdHex() const override;
   std::string CurrentPlacementGroupId() const override { return ""; }  // groups place nothing here
+  std::map<std::string, double> CurrentTaskResources() const override { return {}; }  // nothing is held
+  ClusterEndpoints GetClusterEndpoints() override { return {}; }  // no daemons
   std::string GcsAddress() const override { return ""; }
   void Disconnect() override;
   bool SafeToDestroy() const override { return idle_; }

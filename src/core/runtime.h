@@ -86,6 +86,10 @@ class Runtime {
   virtual std::string TaskIdHex() const = 0;  // empty outside a task
   // The placement group (hex) the current task or actor runs in; empty: none.
   virtual std::string CurrentPlacementGroupId() const = 0;
+  // The resources the current task or actor holds (plain names); empty outside one.
+  virtual std::map<std::string, double> CurrentTaskResources() const = 0;
+  using ClusterEndpoints = internal::ClusterEndpoints;
+  virtual ClusterEndpoints GetClusterEndpoints() = 0;
   virtual std::string GcsAddress() const = 0;  // empty when there is no cluster
 
   // Leaves the cluster (or stops local execution).

@@ -309,6 +309,10 @@ std::string GetNamedActor(const std::string& name, const std::string& ray_namesp
 
 std::string CurrentActorId() { return g_runtime ? g_runtime->CurrentActorId() : std::string(); }
 std::string CurrentPlacementGroupId() { return g_runtime ? g_runtime->CurrentPlacementGroupId() : std::string(); }
+std::map<std::string, double> CurrentTaskResources() {
+  return g_runtime ? g_runtime->CurrentTaskResources() : std::map<std::string, double>();
+}
+ClusterEndpoints GetClusterEndpoints() { return TheRuntime().GetClusterEndpoints(); }
 bool WasCurrentActorRestarted() { return g_runtime && g_runtime->WasCurrentActorRestarted(); }
 
 std::string CreatePlacementGroup(const PlacementGroupCreationOptions& options) {

@@ -1,5 +1,7 @@
 #include "core/task_receiver.h"
 
+#include <algorithm>
+
 #include <pthread.h>
 
 #include <cstdlib>
@@ -67,7 +69,7 @@ void TaskReceiver::Run() {
 }
 
 void TaskReceiver::RunBatch(Batch batch) {
-  SetVisibleGpus(*batch.request);
+  SetLeaseEnv(*batch.request);
   bool actor_calls = actor_pool_ && batch.request->tasks_size() > 0 && !batch.request->tasks(0).actor_id().empty();
   if (actor_calls) return RunOnPool(std::move(batch));
   BatchResults results(*batch.request);
@@ -120,9 +122,16 @@ int TaskReceiver::RunInOrder(const Batch& batch, BatchResults* results) {
   return reports->confirmed;
 }
 
-void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
+void TaskReceiver::SetLeaseEnv(const rpc::PushTasksRequest& request) {
   // An actor's calls run under its creation's lease: they leave the setting alone.
   if (request.tasks_size() > 0 && !request.tasks(0).actor_id().empty()) return;
+  if (!user_sets_omp_threads_ && request.tasks_size() > 0) {
+    double cpus = 0;  // a batch's tasks share one lease shape
+    for (const auto& [name, amount] : request.tasks(0).resources()) {
+      if (name == "CPU" || name.rfind("CPU_group_", 0) == 0) cpus = std::max(cpus, amount);
+    }
+    ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1, static_cast<int>(cpus))).c_str(), 1);
+  }
   // The rest of the lease's GPU environment (an MPS share); what the last lease set and
   // this one does not, goes.
   for (const std::string& name : gpu_env_set_) {
@@ -145,7 +154,8 @@ void TaskReceiver::SetVisibleGpus(const rpc::PushTasksRequest& request) {
 }
 
 void TaskReceiver::StartActorPools(const rpc::TaskSpec& creation) {
-  actor_placement_ = creation.scheduling();
+  actor_creation_ = creation;
+  actor_creation_.clear_args();  // only its placement and resources are kept
   const auto& groups = creation.actor_creation().concurrency_groups();
   int threads = creation.actor_creation().max_concurrency();
   // With groups, the default group's calls go to a pool too (of one thread: in order).
@@ -155,8 +165,8 @@ void TaskReceiver::StartActorPools(const rpc::TaskSpec& creation) {
   }
 }
 
-const rpc::SchedulingOptions& TaskReceiver::PlacementOf(const rpc::TaskSpec& spec) const {
-  return spec.actor_id().empty() ? spec.scheduling() : actor_placement_;
+const rpc::TaskSpec& TaskReceiver::PlacementOf(const rpc::TaskSpec& spec) const {
+  return spec.actor_id().empty() ? spec : actor_creation_;
 }
 
 ThreadPool* TaskReceiver::PoolFor(const rpc::TaskSpec& call) {
@@ -350,8 +360,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
                                              "' is not registered in the worker (is ORB_REMOTE(" +
                                              spec.function_name() + ") linked into the worker's code?)");
   }
-  const rpc::SchedulingOptions& placement = PlacementOf(spec);
-  hooks_.set_current_task(spec.task_id(), placement.placement_group_id(), placement.capture_child_tasks());
+  hooks_.set_current_task(spec.task_id(), &PlacementOf(spec));
   std::string output;
   std::vector<internal::ReturnData> more;  // returns 2..num_returns
   try {
@@ -371,32 +380,32 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     output = call(args);
     more = returns.TakeMore();
   } catch (const internal::ActorExitSignal&) {
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     actor_exited_ = true;
     exit_requested_ = true;
     return fail(rpc::ACTOR_DIED, "the actor exited: " + spec.function_name() + " called orb::ExitActor()");
   } catch (const internal::ArgumentError& e) {
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());
   } catch (const orb::OwnerDiedError& e) {
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     return fail(rpc::OWNER_DIED, spec.function_name() + ": " + e.what());
   } catch (const orb::ObjectLostError& e) {
     // An argument (or an object the task read) is gone for good: the caller sees the loss.
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     return fail(rpc::OBJECT_LOST, spec.function_name() + ": " + e.what());
   } catch (const orb::Error& e) {
     // An orb failure inside the task (a Get of a failed object...): its own message.
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     return fail(rpc::TASK_ERROR, spec.function_name() + ": " + e.what());
   } catch (const std::exception& e) {
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     return fail(rpc::TASK_ERROR, spec.function_name() + ": " + ExceptionTypeName(e) + ": " + e.what());
   } catch (...) {
-    hooks_.set_current_task("", "", false);
+    hooks_.set_current_task("", nullptr);
     return fail(rpc::TASK_ERROR, spec.function_name() + ": threw a non-standard exception");
   }
-  hooks_.set_current_task("", "", false);
+  hooks_.set_current_task("", nullptr);
   std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
   int num_returns = NumReturns(spec);
   if (num_returns > 1 && more.empty()) {

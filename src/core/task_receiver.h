@@ -38,6 +38,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -72,11 +73,10 @@ class TaskReceiver {
     std::function<rpc::ObjectValue(const rpc::TaskSpec&, const std::string& object_id, std::string,
                                    const std::vector<internal::RefData>& refs)>
         store_result;
-    // Marks which task the current thread runs (empty when done), the placement group it
-    // runs in (binary ID; empty: none), and whether what it starts goes there too unless
-    // it says otherwise (placement_group_capture_child_tasks).
-    std::function<void(const std::string& task_id, const std::string& placement_group, bool capture)>
-        set_current_task;
+    // Marks which task the current thread runs (empty when done) and the spec whose
+    // placement and resources it runs under: its own, or for an actor call its actor's
+    // creation (null when done).
+    std::function<void(const std::string& task_id, const rpc::TaskSpec* placement)> set_current_task;
     // A task ran here from `start_ns` to `end_ns` (Unix ns); `error`: why it failed, or null.
     std::function<void(const rpc::TaskSpec&, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error)> on_task_ran;
     // This worker now hosts the actor (binary ID); `restarted`: its constructor ran before.
@@ -90,7 +90,8 @@ class TaskReceiver {
         report_results;
   };
 
-  explicit TaskReceiver(Hooks hooks) : hooks_(std::move(hooks)) {}
+  explicit TaskReceiver(Hooks hooks)
+      : hooks_(std::move(hooks)), user_sets_omp_threads_(std::getenv("OMP_NUM_THREADS") != nullptr) {}
 
   void HandlePushTasks(const rpc::PushTasksRequest& request, rpc::PushTasksReply* reply, SendReply send);
   // Run() also serves `stream` (not owned; set before Run()).
@@ -154,12 +155,15 @@ class TaskReceiver {
   void StartActorPools(const rpc::TaskSpec& creation);
   // The pool an actor call runs on: its concurrency group's, else the default group's.
   ThreadPool* PoolFor(const rpc::TaskSpec& call);
-  // The placement of the task `spec`: its own, or for an actor call its actor's.
-  const rpc::SchedulingOptions& PlacementOf(const rpc::TaskSpec& spec) const;
+  // The spec whose placement and resources `spec` runs under: its own, or for an actor
+  // call its actor's creation.
+  const rpc::TaskSpec& PlacementOf(const rpc::TaskSpec& spec) const;
   // Whether a cancel came for the task; takes it (each cancel answers one run).
   bool TakeCancel(const std::string& task_id);
-  // CUDA_VISIBLE_DEVICES = the GPUs of the batch's lease (unset when it holds none).
-  void SetVisibleGpus(const rpc::PushTasksRequest& request);
+  // The environment of the batch's lease: CUDA_VISIBLE_DEVICES = its GPUs (unset when it
+  // holds none) and the rest of its GPU environment; OMP_NUM_THREADS = its CPUs (at least
+  // 1, as Ray sets it) unless the worker was started with one.
+  void SetLeaseEnv(const rpc::PushTasksRequest& request);
 
   Hooks hooks_;
   CallStreamServer* stream_ = nullptr;
@@ -168,11 +172,12 @@ class TaskReceiver {
   // The default concurrency group's pool: with max_concurrency > 1 or named groups.
   std::unique_ptr<ThreadPool> actor_pool_;
   std::unordered_map<std::string, std::unique_ptr<ThreadPool>> group_pools_;  // named groups
-  rpc::SchedulingOptions actor_placement_;  // the actor's creation's: its calls run there
+  rpc::TaskSpec actor_creation_;  // its calls run under its placement and resources
   std::atomic<bool> exit_requested_{false};
   std::atomic<bool> actor_exited_{false};  // a call ran orb::ExitActor(): later calls fail
   bool set_visible_gpus_ = false;
-  std::vector<std::string> gpu_env_set_;  // the names SetVisibleGpus set from gpu_env
+  std::vector<std::string> gpu_env_set_;  // the names SetLeaseEnv set from gpu_env
+  bool user_sets_omp_threads_;            // OMP_NUM_THREADS was in the worker's environment
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;  // guarded by mu_

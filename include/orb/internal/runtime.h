@@ -208,6 +208,15 @@ std::string CurrentJobId();
 std::string CurrentTaskId();
 // The placement group (hex) the current task or actor runs in; empty: none.
 std::string CurrentPlacementGroupId();
+// The resources the current task or actor holds, by their plain names (in a placement
+// group too); empty outside one.
+std::map<std::string, double> CurrentTaskResources();
+// The cluster's web endpoints as its GCS reports them ("host:port"; empty: not served).
+struct ClusterEndpoints {
+  std::string dashboard;
+  std::string metrics;  // the GCS's Prometheus /metrics
+};
+ClusterEndpoints GetClusterEndpoints();
 std::vector<NodeInfo> ClusterNodes();
 void RequestResources(const std::vector<std::map<std::string, double>>& bundles);
 

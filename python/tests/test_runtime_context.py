@@ -1,0 +1,73 @@
+"""What init() returns and what a task learns about where it runs, as in Ray: the init
+context (address_info, dashboard_url, `with`), get_assigned_resources(), the lease's
+GPUs in os.environ and OMP_NUM_THREADS set from num_cpus."""
+import os
+
+import pytest
+
+import orb
+from orb.util import placement_group, remove_placement_group
+from orb.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+
+@pytest.fixture(scope="module")
+def context():
+    ctx = orb.init(num_cpus=4, num_gpus=2)
+    yield ctx
+    orb.shutdown()
+
+
+@orb.remote
+def assigned():
+    return orb.get_runtime_context().get_assigned_resources()
+
+
+@orb.remote
+def lease_env():
+    return (os.environ.get("OMP_NUM_THREADS"), os.environ.get("CUDA_VISIBLE_DEVICES"),
+            orb.get_runtime_context().get_accelerator_ids()["GPU"])
+
+
+@orb.remote(num_cpus=1)
+class Holder:
+    def resources(self):
+        return orb.get_runtime_context().get_assigned_resources()
+
+
+def test_init_returns_the_clusters_context(context):
+    info = context.address_info
+    assert info["gcs_address"] == orb.get_runtime_context().gcs_address == context["gcs_address"]
+    assert info["node_id"] == orb.get_runtime_context().get_node_id()
+    assert info["node_ip_address"] and context.python_version.count(".") == 2
+    assert context.dashboard_url is None or context.dashboard_url.rsplit(":", 1)[1].isdigit()
+    again = orb.init(ignore_reinit_error=True)
+    assert again.address_info == info
+
+
+def test_assigned_resources_are_what_the_task_or_actor_holds(context):
+    assert orb.get(assigned.remote(), timeout=30) == {"CPU": 1.0}
+    assert orb.get(assigned.options(num_cpus=2, num_gpus=1).remote(), timeout=30) == {"CPU": 2.0, "GPU": 1.0}
+    holder = Holder.remote()
+    assert orb.get(holder.resources.remote(), timeout=30) == {"CPU": 1.0}
+    orb.kill(holder)
+    group = placement_group([{"CPU": 1}])
+    assert group.wait(30)
+    inside = assigned.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, 0))
+    assert orb.get(inside.remote(), timeout=30) == {"CPU": 1.0}  # plain names in a group too
+    remove_placement_group(group)
+    assert orb.get_runtime_context().get_assigned_resources() == {}  # the driver holds nothing
+
+
+@pytest.mark.skipif("OMP_NUM_THREADS" in os.environ, reason="OMP_NUM_THREADS is set for this run: workers keep it")
+def test_omp_threads_follow_num_cpus_and_gpus_show_in_os_environ(context):
+    threads, visible, gpus = orb.get(lease_env.options(num_cpus=2, num_gpus=1).remote(), timeout=30)
+    assert threads == "2" and visible in ("0", "1") and gpus == [visible]
+    threads, visible, gpus = orb.get(lease_env.options(num_cpus=0.5).remote(), timeout=30)
+    assert threads == "1" and visible is None and gpus == []  # a later lease without GPUs
+
+
+def test_init_as_a_context_manager():
+    orb.shutdown()  # the module's cluster goes; the next module's fixture starts its own
+    with orb.init(num_cpus=1) as ctx:
+        assert orb.is_initialized() and ctx.address_info["gcs_address"]
+    assert not orb.is_initialized()
