@@ -96,6 +96,12 @@ class TaskOptionsSetters {
     options_.max_retries = n;
     return Self();
   }
+  // Reruns it (within the same max_retries) when its code throws, too (Ray's
+  // retry_exceptions); the last attempt's exception is what Get throws.
+  Derived& SetRetryExceptions(bool retry = true) {
+    options_.retry_exceptions = retry;
+    return Self();
+  }
   // A retry of the task after it was killed for memory (OutOfMemoryError) asks for
   // `factor` times its `memory` request, up to `max_memory_bytes` (0: no cap), so that
   // it runs where that much fits (the autoscaler adds a node type with more memory if no

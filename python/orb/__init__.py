@@ -21,6 +21,7 @@
     c = Counter.remote()
     orb.get(c.incr.remote())                        # 1
 """
+import json
 import os
 import site
 import sys
@@ -62,9 +63,18 @@ def _worker_python_path():
 __version__ = "0.1.0"  # as setup.py and CMakeLists.txt say
 
 
+def _on_completed(ref, callback):
+    """Ray's ObjectRef._on_completed(callback): `callback(value or error)` once ready."""
+    from orb._async import on_completed
+    on_completed(ref, callback)
+
+
+ObjectRef._on_completed = _on_completed
+
+
 def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resources=None,
          object_store_memory=None, local_mode=False, ignore_reinit_error=False, code_search_path=None,
-         prestart_workers=0):
+         prestart_workers=0, runtime_env=None, _system_config=None):
     """Connects this program to a cluster, or starts a local one for it.
 
     address: "HOST:PORT" of a running cluster's GCS, "auto" for the local one; None:
@@ -76,8 +86,15 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
     its CPUs, so that the first tasks there do not wait for an interpreter to start.
 
     The job's Python workers run this interpreter, with this program's module search
-    path: functions and classes defined in its modules import there.
+    path: functions and classes defined in its modules import there. runtime_env: the
+    job's runtime environment (Ray's dict), under every task's and actor's own.
+    _system_config (Ray's internal tuning) is accepted and not used: orb's daemons take
+    their settings from their flags.
     """
+    if _system_config is not None and not isinstance(_system_config, dict):
+        raise TypeError("_system_config must be a dict, not %s" % type(_system_config).__name__)
+    if runtime_env is not None and not isinstance(runtime_env, dict):
+        raise TypeError("runtime_env must be a dict, not %s" % type(runtime_env).__name__)
     if _core.is_initialized():
         if ignore_reinit_error:
             return _context()
@@ -96,7 +113,8 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                resources={str(k): float(v) for k, v in (resources or {}).items()},
                object_store_memory=int(object_store_memory or 0), local_mode=False,
                code_search_path=[os.path.abspath(p) for p in (code_search_path or [])],
-               prestart_workers=prestart_workers)
+               prestart_workers=prestart_workers,
+               runtime_env=json.dumps(runtime_env, sort_keys=True) if runtime_env else "")
     return _context()
 
 
@@ -191,18 +209,40 @@ def wait(refs, *, num_returns=1, timeout=None):
     seconds pass. Both lists keep the order of `refs`."""
     _check_initialized("wait")
     refs = list(refs)
-    if any(not isinstance(r, ObjectRef) for r in refs):
-        raise TypeError("orb.wait() takes a list of ObjectRefs")
+    if any(not isinstance(r, (ObjectRef, ObjectRefGenerator)) for r in refs):
+        raise TypeError("orb.wait() takes a list of ObjectRefs and ObjectRefGenerators")
     if len(set(refs)) != len(refs):
         raise ValueError("orb.wait() got the same ObjectRef twice")
     if not refs:
         return [], []  # as Ray's: nothing to wait for
     if not 0 <= num_returns <= len(refs):
         raise ValueError("num_returns must be between 0 and len(refs) (%d), not %d" % (len(refs), num_returns))
-    flags = _core.wait(refs, num_returns, _timeout_ms(timeout))
+    if any(isinstance(r, ObjectRefGenerator) for r in refs):
+        flags = _wait_with_generators(refs, num_returns, timeout)
+    else:
+        flags = _core.wait(refs, num_returns, _timeout_ms(timeout))
     ready = [r for r, f in zip(refs, flags) if f][:num_returns] if num_returns else []
     chosen = set(ready)
     return ready, [r for r in refs if r not in chosen]
+
+
+def _wait_with_generators(refs, num_returns, timeout):
+    """orb.wait's flags when some of `refs` are ObjectRefGenerators: one is ready when its
+    next item (or its end) is here, as in Ray. Looks every 10 ms."""
+    import time
+    deadline = None if timeout is None else time.monotonic() + timeout
+    plain = [r for r in refs if isinstance(r, ObjectRef)]
+    while True:
+        plain_ready = dict(zip(plain, _core.wait(plain, 0, 0))) if plain else {}
+        flags = [r._ready(0) if isinstance(r, ObjectRefGenerator) else plain_ready[r] for r in refs]
+        left = None if deadline is None else deadline - time.monotonic()
+        if sum(flags) >= num_returns or (left is not None and left <= 0):
+            return flags
+        pause = 0.01 if left is None else max(0.0, min(0.01, left))
+        if plain:
+            _core.wait(plain, min(len(plain), sum(plain_ready.values()) + 1), int(pause * 1000))
+        else:
+            time.sleep(pause)
 
 
 def remote(*args, **options):
@@ -256,8 +296,9 @@ def kill(actor, *, no_restart=True):
     """Ends an actor now (its calls in flight fail with ActorDiedError); with
     no_restart=False it restarts if it has restarts left."""
     _check_initialized("kill")
-    if not isinstance(actor, ActorHandle):
-        raise TypeError("orb.kill() takes an actor handle, not %s" % type(actor).__name__)
+    if not isinstance(actor, ActorHandle):  # Ray's ValueError
+        raise ValueError("orb.kill() takes an actor handle (for a task, use orb.cancel()), not %s"
+                         % type(actor).__name__)
     _core.kill_actor(actor._actor_id, no_restart)
 
 

@@ -24,5 +24,11 @@ def future_of(ref):
     return future
 
 
+def on_completed(ref, callback):
+    """Ray's ObjectRef._on_completed: calls `callback` with the value (or the error) once
+    the object is ready, on the runtime's notifier thread."""
+    future_of(ref).add_done_callback(lambda f: callback(f.exception() or f.result()))
+
+
 def awaitable_of(ref):
     return asyncio.wrap_future(future_of(ref))

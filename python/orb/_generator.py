@@ -8,10 +8,14 @@ import asyncio
 from orb import _core
 
 
+_NOTHING = object()  # no item taken ahead
+
+
 class ObjectRefGenerator:
     def __init__(self, task_ref):
         self._task_ref = task_ref  # the task's own result: its item count, or its error
         self._ended = False
+        self._ahead = _NOTHING  # the next item's ref (None: the end), taken by _ready()
 
     def __iter__(self):
         return self
@@ -19,10 +23,25 @@ class ObjectRefGenerator:
     def __next__(self):
         return self._next(-1)
 
+    def _ready(self, timeout_ms=0):
+        """Whether the next item, or the end, is here within `timeout_ms` (orb.wait's
+        question); what came is kept for the next `next()`."""
+        if self._ended or self._ahead is not _NOTHING:
+            return True
+        from orb.exceptions import GetTimeoutError
+        try:
+            self._ahead = _core.next_generator_item(self._task_ref, timeout_ms)
+        except GetTimeoutError:
+            return False
+        return True
+
     def _next(self, timeout_ms):
         if self._ended:
             raise StopIteration
-        ref = _core.next_generator_item(self._task_ref, timeout_ms)
+        if self._ahead is not _NOTHING:
+            ref, self._ahead = self._ahead, _NOTHING
+        else:
+            ref = _core.next_generator_item(self._task_ref, timeout_ms)
         if ref is not None:
             return ref
         self._ended = True

@@ -9,11 +9,13 @@ TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "r
 ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespace", "lifetime", "max_restarts",
                  "max_task_retries", "max_concurrency", "scheduling_strategy", "placement_group",
                  "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists",
-                 "concurrency_groups", "placement_group_capture_child_tasks"}
+                 "concurrency_groups", "placement_group_capture_child_tasks",
+                 "_actor_generator_backpressure_num_objects"}
 METHOD_OPTIONS = {"name", "num_returns", "_generator_backpressure_num_objects", "concurrency_group"}
 STREAMING = "streaming"  # num_returns of a generator whose items stream to the caller
 
 LANGUAGE_PYTHON = 1
+UNLIMITED_RETRIES = (1 << 31) - 1  # max_retries=-1
 MAX_NUM_RETURNS = 1 << 16  # the core's bound (task_options_check.h)
 
 
@@ -30,7 +32,8 @@ def _types():
         "max_memory": _NUMBER, "resources": (dict,), "runtime_env": (dict,), "name": (str,), "namespace": (str,),
         "lifetime": (str,), "max_restarts": _COUNT, "max_task_retries": _COUNT, "max_retries": _COUNT,
         "max_concurrency": _COUNT, "placement_group_bundle_index": _COUNT,
-        "_generator_backpressure_num_objects": _COUNT, "num_returns": (int, str),
+        "_generator_backpressure_num_objects": _COUNT, "_actor_generator_backpressure_num_objects": _COUNT,
+        "num_returns": (int, str),
         "scheduling_strategy": (str, PlacementGroupSchedulingStrategy, NodeAffinitySchedulingStrategy),
         "placement_group": (str, PlacementGroup), "placement_group_capture_child_tasks": (bool,),
         "get_if_exists": (bool,), "concurrency_groups": (dict, list), "concurrency_group": (str,),
@@ -157,6 +160,9 @@ def task_options(options):
     out = {"language": LANGUAGE_PYTHON, "resources": _resources(options, default_cpus=1)}
     if options.get("max_retries") is not None:
         out["max_retries"] = _int(options, "max_retries", -1)
+        if out["max_retries"] == -1:  # Ray's "without limit"
+            out["max_retries"] = UNLIMITED_RETRIES
+    out.update(_retry_exceptions(options.get("retry_exceptions")))
     if options.get("name"):
         out["name"] = str(options["name"])
     for key in ("memory_growth", "max_memory"):
@@ -260,3 +266,16 @@ def concurrency_group(options, groups, method):
         raise ValueError("%s: the actor has no concurrency group %r (its groups: %s)" % (
             method, group, ", ".join(sorted(groups)) or "none"))
     return group
+
+
+def _retry_exceptions(value):
+    """retry_exceptions (True, or a list of exception classes: only those) as the core's
+    options; the allowlist travels pickled and the worker checks a raised error against it."""
+    if not value:
+        return {}
+    if value is True:
+        return {"retry_exceptions": True}
+    if not all(isinstance(c, type) and issubclass(c, BaseException) for c in value):
+        raise ValueError("retry_exceptions must be a bool or a list of exception classes, not %r" % (value,))
+    import cloudpickle
+    return {"retry_exceptions": True, "retry_exception_allowlist": cloudpickle.dumps(tuple(value))}

@@ -9,6 +9,7 @@ import concurrent.futures
 import importlib
 import inspect
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -59,6 +60,22 @@ def _sync_lease_env():
             os.environ[name] = value
 
 
+_allowlists = {}  # pickled retry_exceptions allowlist -> its classes
+
+
+def _retried_for(error):
+    """Whether the running task is retried for `error` (its retry_exceptions)."""
+    allowlist = _core.retry_exceptions()
+    if allowlist is None:
+        return False
+    if not allowlist:
+        return True
+    classes = _allowlists.get(allowlist)
+    if classes is None:
+        classes = _allowlists[allowlist] = pickle.loads(allowlist)
+    return isinstance(error, classes)
+
+
 def _cross_args(args):
     return [unpack_value(bytes(a)) for a in args]
 
@@ -87,6 +104,8 @@ class Executor:
             positional, keywords = _arguments.unpack(args)
             return self._results(function(*positional, **keywords), name, num_returns)
         except Exception as e:  # the task's failure is its result (every return's)
+            if _retried_for(e):
+                _core.mark_retryable_error()
             return serialize_error(name, e)
         finally:
             _flush()
@@ -116,6 +135,10 @@ class Executor:
             finally:
                 _flush()
         qualified = "%s.%s" % (type(instance).__qualname__, name)
+        if name == "__ray_terminate__":  # Ray's graceful end: after the calls before it
+            raise _core.ActorExit()
+        if name == "__ray_ready__":  # Ray's readiness probe: the constructor has run
+            return Serialized(True, what="the readiness of %s" % qualified)
         try:
             method = getattr(instance, name, None)
             if method is None or not callable(method):
@@ -211,6 +234,8 @@ class Executor:
             return Serialized(self._stream(value, name), what="the item count of %s" % name)
         if num_returns == 1:
             return Serialized(value, what="the result of %s" % name)
+        if inspect.isgenerator(value):  # a generator with num_returns=N: its N items are the returns
+            value = list(value)
         if not isinstance(value, (tuple, list)) or len(value) != num_returns:
             got = "%d objects" % len(value) if isinstance(value, (tuple, list)) else "a %s" % type(value).__name__
             raise ValueError("%s returned %s, but num_returns=%d" % (name, got, num_returns))

@@ -31,15 +31,18 @@ def _method_names(cls):
         cls, predicate=lambda m: inspect.isfunction(m) or inspect.ismethod(m)))
 
 
-def _method_options(cls, methods):
+def _method_options(cls, methods, backpressure=None):
     """The options @orb.method gave the class's methods, by name; a generator method
-    streams by default (num_returns="streaming"), as in Ray."""
+    streams by default (num_returns="streaming"), as in Ray, with the actor's
+    `backpressure` (_actor_generator_backpressure_num_objects) unless it has its own."""
     out = {}
     for name in methods:
         method = getattr(cls, name, None)
         options = dict(getattr(method, "__orb_method_options__", None) or {})
         if inspect.isgeneratorfunction(method) or inspect.isasyncgenfunction(method):
             options.setdefault("num_returns", _options.STREAMING)
+            if backpressure is not None:
+                options.setdefault("_generator_backpressure_num_objects", backpressure)
         if options:
             out[name] = options
     return out
@@ -73,7 +76,8 @@ class ActorClass:
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
         self._methods = _method_names(cls)
         self._signatures = _method_signatures(cls, self._methods)
-        self._method_options = _method_options(cls, self._methods)
+        self._method_options = _method_options(cls, self._methods,
+                                               self._options.get("_actor_generator_backpressure_num_objects"))
         self._groups = _options.concurrency_groups(self._options)
         for name, method_options in self._method_options.items():
             _options.concurrency_group(method_options, self._groups, "%s.%s" % (cls.__qualname__, name))
@@ -93,6 +97,13 @@ class ActorClass:
             return getattr(cls, name)
         except AttributeError:
             raise AttributeError("actor class %s has no attribute %r" % (cls.__qualname__, name)) from None
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(dir(self._cls)))
+
+    def _remote(self, args=None, kwargs=None, **options):
+        """Ray's Cls._remote(args=, kwargs=, **options): .options(**options).remote(...)."""
+        return (self.options(**options) if options else self).remote(*(args or ()), **(kwargs or {}))
 
     def __call__(self, *args, **kwargs):
         raise TypeError("actor class %s cannot be instantiated directly: use %s.remote(...)" % (
@@ -199,6 +210,8 @@ class ActorHandle:
         self._method_options = method_options or {}  # @orb.method's, by method name
 
     def __getattr__(self, name):
+        if name in ("__ray_terminate__", "__ray_ready__"):  # Ray's built-in methods of every actor
+            return ActorMethod(self, name)
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         if self._methods is not None and name not in self._methods:
@@ -208,6 +221,9 @@ class ActorHandle:
     @property
     def actor_id(self):
         return self._actor_id.hex()
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(self._methods or ()))
 
     def __repr__(self):
         return "Actor(%s, %s)" % (self._class_name, self._actor_id.hex())

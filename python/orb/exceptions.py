@@ -29,9 +29,13 @@ OrbTaskError = TaskError
 RayActorError = ActorDiedError
 RuntimeEnvSetupError = RuntimeEnvError
 
+
+class ObjectRefStreamEndOfStreamError(OrbError):
+    """An ObjectRefGenerator has no more items (Ray's name; iteration raises StopIteration)."""
+
 __all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "OwnerDiedError",
            "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "TaskCancelledError", "RayError",
-           "RayTaskError", "OrbTaskError", "RayActorError", "RuntimeEnvSetupError"]
+           "RayTaskError", "OrbTaskError", "RayActorError", "RuntimeEnvSetupError", "ObjectRefStreamEndOfStreamError"]
 
 _dual_classes = {}
 

@@ -32,6 +32,10 @@ class RemoteFunction:
         merged.update(options)
         return RemoteFunction(self._function, merged)
 
+    def _remote(self, args=None, kwargs=None, **options):
+        """Ray's f._remote(args=, kwargs=, **options): .options(**options).remote(...)."""
+        return (self.options(**options) if options else self).remote(*(args or ()), **(kwargs or {}))
+
     def remote(self, *args, **kwargs):
         from orb import _check_initialized
         _check_initialized("remote")

@@ -58,6 +58,8 @@ internal::TaskOptionsData ToTaskOptions(const py::dict& d) {
     o.resources_set = true;
   }
   Set(d, "max_retries", &o.max_retries);
+  Set(d, "retry_exceptions", &o.retry_exceptions);
+  Set(d, "retry_exception_allowlist", &o.retry_exception_allowlist);
   Set(d, "num_returns", &o.num_returns);
   Set(d, "streaming", &o.streaming);
   Set(d, "generator_backpressure", &o.generator_backpressure);

@@ -42,6 +42,20 @@ bool WaitsInSlices(int64_t timeout_ms) {
   return PyThread_get_thread_ident() == main_thread_ident && (timeout_ms < 0 || timeout_ms > kSignalCheckMs);
 }
 
+// While it lives, a worker waiting in slices lends its CPU, as one long wait would.
+struct BlockedWait {
+  BlockedWait() {
+    py::gil_scoped_release release;
+    orb::internal::BeginBlockedWait();
+  }
+  ~BlockedWait() {
+    py::gil_scoped_release release;
+    orb::internal::EndBlockedWait();
+  }
+  BlockedWait(const BlockedWait&) = delete;
+  BlockedWait& operator=(const BlockedWait&) = delete;
+};
+
 // Runs `wait(slice_ms)` (which returns whether it is done) with the GIL released until
 // it is done or timeout_ms (< 0: never) has passed; on the main thread (WaitsInSlices) in
 // slices, running signal handlers between them: an exception one raises ends it.
@@ -52,6 +66,11 @@ void WaitInterruptibly(int64_t timeout_ms, Wait&& wait) {
     wait(timeout_ms);
     return;
   }
+  {
+    py::gil_scoped_release release;
+    if (wait(0)) return;  // done already: nothing to wait for, no CPU to lend
+  }
+  BlockedWait blocked;
   using Clock = std::chrono::steady_clock;
   auto deadline = timeout_ms < 0 ? Clock::time_point::max() : Clock::now() + std::chrono::milliseconds(timeout_ms);
   while (true) {
@@ -132,8 +151,9 @@ PYBIND11_MODULE(_core, m) {
       "init",
       [](const std::string& address, const std::string& ns, double num_cpus, double num_gpus,
          const std::map<std::string, double>& resources, long long object_store_memory, bool local_mode,
-         const std::vector<std::string>& code_search_path, int prestart_workers) {
+         const std::vector<std::string>& code_search_path, int prestart_workers, const std::string& runtime_env) {
         orb::Config config;
+        if (!runtime_env.empty()) config.runtime_env = orb::RuntimeEnv::Deserialize(runtime_env);
         config.address = address;
         config.ray_namespace = ns;
         config.num_cpus = num_cpus;
@@ -148,7 +168,7 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("address"), py::arg("namespace"), py::arg("num_cpus"), py::arg("num_gpus"), py::arg("resources"),
       py::arg("object_store_memory"), py::arg("local_mode"), py::arg("code_search_path"),
-      py::arg("prestart_workers") = 0);
+      py::arg("prestart_workers") = 0, py::arg("runtime_env") = "");
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     orb::internal::Shutdown();

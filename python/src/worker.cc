@@ -220,6 +220,16 @@ void DefineWorker(py::module_& m) {
       },
       "hands the running streaming task's next item (serialized) to its caller; true when nobody reads the "
       "stream any more");
+  m.def(
+      "retry_exceptions",
+      []() -> py::object {
+        std::string allowlist;
+        if (!internal::CurrentTaskRetriesErrors(&allowlist)) return py::none();
+        return py::bytes(allowlist);
+      },
+      "None when the running task does not retry the errors it raises; else its pickled allowlist (b'': any)");
+  m.def("mark_retryable_error", &internal::MarkRetryableError,
+        "the running task raised an error it is retried for (retry_exceptions)");
   m.def("take_interrupt", [] { return interrupt_wanted.exchange(false); },
         "whether a cancel asked to interrupt the running task (and forget that it did)");
 }

@@ -1,6 +1,7 @@
 """Actors on Python workers: ordered calls, names, restarts, async methods, handles."""
 import asyncio
 import os
+import threading
 import time
 
 import pytest
@@ -251,3 +252,21 @@ def test_class_attributes_static_and_class_methods(embedded):
     assert orb.get(d.double.remote(4), timeout=30) == 8
     with pytest.raises(AttributeError, match="has no attribute 'missing'"):
         Described.missing
+
+
+def test_rays_builtin_actor_methods_and_private_helpers(embedded):
+    d = Described._remote(args=(), kwargs={}, name="described")  # Ray's Cls._remote(...)
+    assert orb.get(d.__ray_ready__.remote(), timeout=30) is True
+    assert "describe" in dir(d) and "UNITS" in dir(Described)
+    d.__ray_terminate__.remote()
+    deadline = time.time() + 30
+    with pytest.raises(ActorDiedError):
+        while time.time() < deadline:  # the actor ends after the calls before it
+            orb.get(d.describe.remote(), timeout=30)
+            time.sleep(0.05)
+    with pytest.raises(ValueError, match="orb.cancel"):
+        orb.kill("not an actor")
+    seen = []
+    done = threading.Event()
+    orb.put(41)._on_completed(lambda value: (seen.append(value), done.set()))
+    assert done.wait(10) and seen == [41]

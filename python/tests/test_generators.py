@@ -206,3 +206,40 @@ def test_cancelling_a_generator_ends_its_stream_with_task_cancelled(cluster, scr
     with pytest.raises(orb.exceptions.TaskCancelledError):
         orb.get(refs[-1])
     assert read_count(progress) < 1000
+
+
+@orb.remote(_actor_generator_backpressure_num_objects=2)
+class Producer:
+    def produce(self, n, progress):
+        for i in range(n):
+            with open(progress, "w") as f:
+                f.write(str(i + 1))
+            yield i
+
+
+def test_an_actor_wide_backpressure_bound_holds_its_generator_methods(cluster, scratch):
+    progress = os.path.join(scratch, "progress")
+    gen = Producer.remote().produce.remote(10, progress)
+    time.sleep(1.5)
+    assert read_count(progress) <= 3, "the actor's generator ran ahead of its unread items"
+    assert [orb.get(r) for r in gen] == list(range(10))
+
+
+def test_wait_takes_generators_ready_when_their_next_item_is(cluster, scratch):
+    gate = os.path.join(scratch, "gate")
+    gen = gated.remote(gate)
+    plain = orb.put("value")
+    ready, not_ready = orb.wait([gen, plain], num_returns=2, timeout=30)
+    assert ready == [gen, plain] and not_ready == []
+    assert orb.get(next(gen)) == "first"  # what wait saw is what next() gives
+    ready, not_ready = orb.wait([gen], timeout=0.5)  # the second item waits for the gate
+    assert ready == [] and not_ready == [gen]
+    open(gate, "w").close()
+    ready, _ = orb.wait([gen], timeout=30)
+    assert ready == [gen] and orb.get(next(gen)) == "second"
+    ready, _ = orb.wait([gen], timeout=30)  # the end counts as ready, as in Ray
+    assert ready == [gen]
+    with pytest.raises(StopIteration):
+        next(gen)
+    with pytest.raises(TypeError, match="ObjectRefs and ObjectRefGenerators"):
+        orb.wait([1])

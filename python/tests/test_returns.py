@@ -173,3 +173,15 @@ def test_a_handle_passed_to_a_task_keeps_the_methods_num_returns(cluster):
         return orb.get(tail) + orb.get(head)
 
     assert orb.get(use.remote(Splitter.remote())) == "ba"
+
+
+@orb.remote(num_returns=3)
+def three_items():
+    for word in ("a", "b", "c"):
+        yield word
+
+
+def test_a_generator_with_num_returns_n_gives_its_n_items(cluster):
+    assert orb.get(list(three_items.remote()), timeout=30) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="returned 3 objects, but num_returns=2"):
+        orb.get(three_items.options(num_returns=2).remote()[0], timeout=30)

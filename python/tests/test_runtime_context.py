@@ -12,7 +12,9 @@ from orb.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 @pytest.fixture(scope="module")
 def context():
-    ctx = orb.init(num_cpus=4, num_gpus=2)
+    # The job's runtime environment reaches every task; Ray's internal tuning is accepted.
+    ctx = orb.init(num_cpus=4, num_gpus=2, runtime_env={"env_vars": {"ORB_JOB_KEY": "job-wide"}},
+                   _system_config={"object_spilling_threshold": 0.8})
     yield ctx
     orb.shutdown()
 
@@ -42,6 +44,31 @@ def test_init_returns_the_clusters_context(context):
     assert context.dashboard_url is None or context.dashboard_url.rsplit(":", 1)[1].isdigit()
     again = orb.init(ignore_reinit_error=True)
     assert again.address_info == info
+
+
+@orb.remote
+def job_key():
+    return os.environ.get("ORB_JOB_KEY")
+
+
+@orb.remote
+def chain(depth):
+    """Each level waits for the next inside its task: it must lend its CPU meanwhile."""
+    if depth == 0:
+        return 0
+    ready, _ = orb.wait([chain.remote(depth - 1)], timeout=60)
+    return orb.get(ready[0]) + 1
+
+
+def test_the_jobs_runtime_env_reaches_its_tasks(context):
+    assert orb.get(job_key.remote(), timeout=30) == "job-wide"
+    with pytest.raises(TypeError, match="_system_config must be a dict"):
+        orb.init(_system_config=1, ignore_reinit_error=True)
+
+
+def test_a_task_blocked_in_get_or_wait_lends_its_cpu(context):
+    # Six levels deep on four CPUs: each level waits (in wait, then get) for the next.
+    assert orb.get(chain.remote(6), timeout=60) == 6
 
 
 def test_assigned_resources_are_what_the_task_or_actor_holds(context):

@@ -413,6 +413,8 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   spec.set_function_name(function_name);
   spec.set_return_id(return_id.Binary());
   spec.set_max_retries(options.max_retries);
+  spec.set_retry_exceptions(options.retry_exceptions);
+  spec.set_retry_exception_allowlist(options.retry_exception_allowlist);
   spec.set_memory_growth(options.memory_growth);
   spec.set_max_memory(options.max_memory);
   spec.set_name(options.name);

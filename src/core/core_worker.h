@@ -141,6 +141,7 @@ class CoreWorker : public Runtime {
   std::string JobIdHex() const override { return options_.job_id.Hex(); }
   std::string TaskIdHex() const override;
   std::string CurrentPlacementGroupId() const override;
+  void LendCpu(bool lend) override { SetBlocked(lend); }
   std::map<std::string, double> CurrentTaskResources() const override;
   ClusterEndpoints GetClusterEndpoints() override;
   std::string GcsAddress() const override { return options_.gcs_address; }

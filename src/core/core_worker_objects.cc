@@ -215,6 +215,8 @@ std::vector<bool> CoreWorker::Wait(const std::vector<internal::RefData>& refs, i
   }
   std::vector<ObjectID> owned;
   std::vector<size_t> borrowed;
+  std::vector<bool> ready(refs.size(), false);
+  size_t have = 0;
   for (size_t i = 0; i < refs.size(); ++i) {
     ObjectID id = ObjectID::FromBinary(refs[i].id);
     if (objects_->IsOwned(id)) {
@@ -222,8 +224,16 @@ std::vector<bool> CoreWorker::Wait(const std::vector<internal::RefData>& refs, i
     } else {
       borrowed.push_back(i);
     }
+    ready[i] = objects_->GetIfReady(id) != nullptr;
+    have += ready[i];
   }
-  std::vector<bool> ready(refs.size(), false);
+  if (have >= static_cast<size_t>(num_objects) || timeout_ms == 0) return ready;  // nothing to wait for
+  // While it waits, a worker lends its CPU (the objects may need it), as Get does.
+  struct LentCpu {
+    CoreWorker* worker;
+    explicit LentCpu(CoreWorker* w) : worker(w) { worker->SetBlocked(true); }
+    ~LentCpu() { worker->SetBlocked(false); }
+  } lent(this);
   auto deadline = DeadlineFor(timeout_ms);
   if (borrowed.empty()) {
     objects_->WaitReady(owned, static_cast<size_t>(num_objects), deadline);

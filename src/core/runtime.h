@@ -86,6 +86,8 @@ class Runtime {
   virtual std::string TaskIdHex() const = 0;  // empty outside a task
   // The placement group (hex) the current task or actor runs in; empty: none.
   virtual std::string CurrentPlacementGroupId() const = 0;
+  // internal::BeginBlockedWait / EndBlockedWait.
+  virtual void LendCpu(bool lend) { (void)lend; }
   // The resources the current task or actor holds (plain names); empty outside one.
   virtual std::map<std::string, double> CurrentTaskResources() const = 0;
   using ClusterEndpoints = internal::ClusterEndpoints;

@@ -309,6 +309,12 @@ std::string GetNamedActor(const std::string& name, const std::string& ray_namesp
 
 std::string CurrentActorId() { return g_runtime ? g_runtime->CurrentActorId() : std::string(); }
 std::string CurrentPlacementGroupId() { return g_runtime ? g_runtime->CurrentPlacementGroupId() : std::string(); }
+void BeginBlockedWait() {
+  if (g_runtime) g_runtime->LendCpu(true);
+}
+void EndBlockedWait() {
+  if (g_runtime) g_runtime->LendCpu(false);
+}
 std::map<std::string, double> CurrentTaskResources() {
   return g_runtime ? g_runtime->CurrentTaskResources() : std::map<std::string, double>();
 }

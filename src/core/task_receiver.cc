@@ -363,6 +363,14 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
   hooks_.set_current_task(spec.task_id(), &PlacementOf(spec));
   std::string output;
   std::vector<internal::ReturnData> more;  // returns 2..num_returns
+  bool retryable = false;                  // the code raised an error its spec retries
+  // A C++ exception out of the task's code (or a Python executor's own failure) is retried
+  // under retry_exceptions unless an allowlist (Python's) has to say so.
+  auto raised = [&](const std::string& message) {
+    rpc::TaskResult failed = fail(rpc::TASK_ERROR, message);
+    failed.set_retryable_error(spec.retry_exceptions() && spec.retry_exception_allowlist().empty());
+    return failed;
+  };
   try {
     std::vector<std::shared_ptr<internal::ValueBuffer>> args;
     args.reserve(spec.args_size());
@@ -379,6 +387,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     ReturnsScope returns(spec);
     output = call(args);
     more = returns.TakeMore();
+    retryable = returns.retryable_error();
   } catch (const internal::ActorExitSignal&) {
     hooks_.set_current_task("", nullptr);
     actor_exited_ = true;
@@ -397,13 +406,13 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
   } catch (const orb::Error& e) {
     // An orb failure inside the task (a Get of a failed object...): its own message.
     hooks_.set_current_task("", nullptr);
-    return fail(rpc::TASK_ERROR, spec.function_name() + ": " + e.what());
+    return raised(spec.function_name() + ": " + e.what());
   } catch (const std::exception& e) {
     hooks_.set_current_task("", nullptr);
-    return fail(rpc::TASK_ERROR, spec.function_name() + ": " + ExceptionTypeName(e) + ": " + e.what());
+    return raised(spec.function_name() + ": " + ExceptionTypeName(e) + ": " + e.what());
   } catch (...) {
     hooks_.set_current_task("", nullptr);
-    return fail(rpc::TASK_ERROR, spec.function_name() + ": threw a non-standard exception");
+    return raised(spec.function_name() + ": threw a non-standard exception");
   }
   hooks_.set_current_task("", nullptr);
   std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
@@ -413,6 +422,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     // return is that value.
     for (int i = 2; i <= num_returns; ++i) more.push_back(internal::ReturnData{output, {}});
   }
+  result.set_retryable_error(retryable);
   try {
     *result.mutable_value() = hooks_.store_result(spec, spec.return_id(), std::move(output), returned_refs);
     for (size_t i = 0; i < more.size(); ++i) {

@@ -7,14 +7,9 @@
 namespace orb {
 namespace {
 
-// The task running on this thread (its num_returns) and what it handed over.
-struct RunningReturns {
-  const rpc::TaskSpec* spec = nullptr;
-  std::vector<internal::ReturnData> more;
-  RunningReturns* outer = nullptr;  // the scope this one is nested in, if any
-  int64_t items = 0;                // a streaming task's items reported so far
-};
-thread_local RunningReturns* running = nullptr;
+// The task running on this thread (its num_returns) and what it handed over: the
+// innermost ReturnsScope's state.
+thread_local ReturnsScope::State* running = nullptr;
 
 }  // namespace
 
@@ -34,16 +29,14 @@ std::vector<ObjectID> ReturnIds(const rpc::TaskSpec& spec) {
 }
 
 ReturnsScope::ReturnsScope(const rpc::TaskSpec& spec) {
-  running = new RunningReturns{&spec, {}, running};
+  state_.spec = &spec;
+  state_.outer = running;
+  running = &state_;
 }
 
-ReturnsScope::~ReturnsScope() {
-  RunningReturns* outer = running->outer;
-  delete running;
-  running = outer;
-}
+ReturnsScope::~ReturnsScope() { running = state_.outer; }
 
-std::vector<internal::ReturnData> ReturnsScope::TakeMore() { return std::move(running->more); }
+std::vector<internal::ReturnData> ReturnsScope::TakeMore() { return std::move(state_.more); }
 
 const rpc::TaskSpec* RunningTaskSpec() { return running ? running->spec : nullptr; }
 
@@ -76,6 +69,16 @@ namespace internal {
 int CurrentTaskNumReturns() { return running ? NumReturns(*running->spec) : 1; }
 
 bool CurrentTaskStreams() { return running && running->spec->streaming(); }
+
+bool CurrentTaskRetriesErrors(std::string* allowlist) {
+  if (!running || !running->spec->retry_exceptions()) return false;
+  *allowlist = running->spec->retry_exception_allowlist();
+  return true;
+}
+
+void MarkRetryableError() {
+  if (running) running->retryable_error = true;
+}
 
 void SetMoreReturns(std::vector<ReturnData> values) {
   if (!running) throw std::logic_error("SetMoreReturns outside a running task");

@@ -38,6 +38,20 @@ class ReturnsScope {
   ReturnsScope& operator=(const ReturnsScope&) = delete;
   // What the task handed to SetMoreReturns (taken once).
   std::vector<internal::ReturnData> TakeMore();
+  // Whether the task marked its error retryable (internal::MarkRetryableError).
+  bool retryable_error() const { return state_.retryable_error; }
+
+  // The running task's state, reached through a thread-local pointer to the innermost scope.
+  struct State {
+    const rpc::TaskSpec* spec = nullptr;
+    std::vector<internal::ReturnData> more;
+    State* outer = nullptr;  // the scope this one is nested in, if any
+    int64_t items = 0;       // a streaming task's items reported so far
+    bool retryable_error = false;
+  };
+
+ private:
+  State state_;
 };
 
 // The task running on this thread (a ReturnsScope's), or null.

@@ -309,7 +309,28 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
 bool TaskSubmitter::CompleteEarly(rpc::TaskResult result) {
   std::optional<rpc::TaskSpec> spec = in_flight_.TakeEarly(result.task_id());
   if (!spec) return false;
+  if (RetryOnError(*spec, result)) return true;
   Complete(*spec, std::move(*result.mutable_value()), std::move(*result.mutable_more_values()));
+  return true;
+}
+
+bool TaskSubmitter::RetryOnError(const rpc::TaskSpec& spec, const rpc::TaskResult& result) {
+  if (!result.retryable_error() || spec.streaming() || spec.attempt() >= spec.max_retries()) return false;
+  rpc::TaskSpec retry = spec;
+  retry.set_attempt(spec.attempt() + 1);
+  spdlog::info("task '{}' raised an error; retried (retry_exceptions, attempt {} of {})", spec.function_name(),
+               retry.attempt(), spec.max_retries());
+  // Not here: this may run under the lock (a reply handled inline) or on a transport thread.
+  loop_->Post([this, spec, retry = std::make_shared<const rpc::TaskSpec>(std::move(retry))]() mutable {
+    Locked lock(mu_);
+    if (options_.events) {
+      rpc::ErrorInfo error;
+      error.set_type(rpc::TASK_ERROR);
+      error.set_message("its code raised an error; retried (retry_exceptions)");
+      options_.events->RecordSpec(spec, rpc::FAILED, &error);
+    }
+    Enqueue(std::move(retry));
+  });
   return true;
 }
 
@@ -320,7 +341,7 @@ void TaskSubmitter::CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::
     auto it = by_task.find(spec.task_id());
     if (it == by_task.end()) {
       Fail(spec, rpc::WORKER_CRASHED, "the worker answered without a result for this task");
-    } else {
+    } else if (!RetryOnError(spec, *it->second)) {
       Complete(spec, std::move(*it->second->mutable_value()), std::move(*it->second->mutable_more_values()));
     }
   }

@@ -124,6 +124,9 @@ class TaskSubmitter {
   void CancelLeaseRequests(ShapeQueue& queue);
   void PushBatch(const std::string& shape_key, Lease& lease, int batch_size);
   // Records every result of a finished batch. Thread-safe (touches only the ObjectTable).
+  // A result whose task raised an error its spec retries (retry_exceptions), with
+  // retries left: queues the task again (on the loop) instead of completing it.
+  bool RetryOnError(const rpc::TaskSpec& spec, const rpc::TaskResult& result);
   void CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply);
   // Lease bookkeeping after a batch; on failure, returns the lease, then OnWorkerLost.
   void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,

@@ -47,6 +47,16 @@ int DieOnce(std::string marker) {
   }
   return 7;
 }
+// Throws on its first `failures` attempts (counted in a marker file), then returns them.
+int FlakyThrows(std::string marker, int failures) {
+  int seen = 0;
+  std::ifstream(marker) >> seen;
+  if (seen < failures) {
+    std::ofstream(marker) << seen + 1;
+    throw std::runtime_error("flaky attempt " + std::to_string(seen + 1));
+  }
+  return seen;
+}
 int AlwaysDie(int) {
   ::kill(::getpid(), SIGKILL);
   return 0;
@@ -64,7 +74,8 @@ int HangOnce(std::string marker) {
   return 11;
 }
 
-ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI, HangOnce);
+ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI, HangOnce,
+           FlakyThrows);
 
 // Overloads with more parameters beside the one a program names (Ray's RAY_FUNC picks by
 // parameter types).
@@ -226,6 +237,17 @@ TEST_CASE("a task that throws gives TaskError with the function and message; dep
   auto dependent = orb::Task(Plus).Remote(bad, 1);
   CHECK_THROWS_AS(orb::Get(dependent), orb::TaskError);
   CHECK(*orb::Task(Plus).Remote(2, 2).Get() == 4);  // the worker keeps serving
+}
+
+TEST_CASE("SetRetryExceptions reruns a task that throws, within max_retries", "[errors]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::string dir = std::filesystem::temp_directory_path() / ("orb-flaky-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  CHECK(*orb::Task(FlakyThrows).SetRetryExceptions().SetMaxRetries(2).Remote(dir + "/a", 2).Get(30000) == 2);
+  CHECK_THROWS_WITH(orb::Task(FlakyThrows).SetRetryExceptions().SetMaxRetries(1).Remote(dir + "/b", 5).Get(30000),
+                    Catch::Contains("flaky attempt 2"));  // the last attempt's error
+  CHECK_THROWS_WITH(orb::Task(FlakyThrows).Remote(dir + "/c", 1).Get(30000), Catch::Contains("flaky attempt 1"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("Get with a timeout throws GetTimeoutError; Wait splits ready from unready", "[objects]") {

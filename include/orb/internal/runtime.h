@@ -76,6 +76,10 @@ struct TaskOptionsData {
   int generator_backpressure = 0;
   // An actor call: the actor's concurrency group it runs in (empty: the default group).
   std::string concurrency_group;
+  // Errors the task's code raises are retried too, up to max_retries; only those of the
+  // allowlist's classes when it is given (Python: a pickled tuple of exception classes).
+  bool retry_exceptions = false;
+  std::string retry_exception_allowlist;
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so
@@ -152,6 +156,12 @@ struct ReturnData {
 };
 // Inside a running task: how many values its caller asked for (num_returns; 1 outside).
 int CurrentTaskNumReturns();
+// Whether the task running on this thread retries the errors its code raises; its
+// allowlist (empty: any error) in `*allowlist`.
+bool CurrentTaskRetriesErrors(std::string* allowlist);
+// The task running on this thread raised an error it may be retried for (checked
+// against its allowlist by the caller): its owner runs it again while retries are left.
+void MarkRetryableError();
 // A task with num_returns = N > 1 hands returns 2..N here (N - 1 values, in order)
 // before its function (Invoker or ActorMethod) returns the first; one that does not
 // (it failed) gives every return its first value.
@@ -208,6 +218,11 @@ std::string CurrentJobId();
 std::string CurrentTaskId();
 // The placement group (hex) the current task or actor runs in; empty: none.
 std::string CurrentPlacementGroupId();
+// Between the two, a worker's thread that waits lends the worker's CPU to other tasks
+// (as Get and Wait do while they wait), for a wait made of many short ones (Python's
+// interruptible get). Nested pairs are fine; a driver lends nothing.
+void BeginBlockedWait();
+void EndBlockedWait();
 // The resources the current task or actor holds, by their plain names (in a placement
 // group too); empty outside one.
 std::map<std::string, double> CurrentTaskResources();
