@@ -411,3 +411,4 @@ def get_runtime_context():
     return RuntimeContext()
 
 
+from orb import runtime_context  # noqa: E402,F401 (orb.runtime_context, as ray.runtime_context)

@@ -76,8 +76,11 @@ class ActorClass:
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
         self._methods = _method_names(cls)
         self._signatures = _method_signatures(cls, self._methods)
-        self._method_options = _method_options(cls, self._methods,
-                                               self._options.get("_actor_generator_backpressure_num_objects"))
+        backpressure = self._options.get("_actor_generator_backpressure_num_objects")
+        if backpressure is not None and backpressure != -1 and backpressure < 1:
+            raise ValueError("_actor_generator_backpressure_num_objects must be > 0 (or -1: no bound), not %r"
+                             % (backpressure,))
+        self._method_options = _method_options(cls, self._methods, backpressure)
         self._groups = _options.concurrency_groups(self._options)
         for name, method_options in self._method_options.items():
             _options.concurrency_group(method_options, self._groups, "%s.%s" % (cls.__qualname__, name))
@@ -223,7 +226,8 @@ class ActorHandle:
         return self._actor_id.hex()
 
     def __dir__(self):
-        return sorted(set(object.__dir__(self)) | set(self._methods or ()))
+        # As Ray's: what a handle calls, and nothing else.
+        return sorted(set(self._methods or ()) | {"__init__", "__ray_terminate__"})
 
     def __repr__(self):
         return "Actor(%s, %s)" % (self._class_name, self._actor_id.hex())

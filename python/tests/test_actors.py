@@ -258,6 +258,8 @@ def test_rays_builtin_actor_methods_and_private_helpers(embedded):
     d = Described._remote(args=(), kwargs={}, name="described")  # Ray's Cls._remote(...)
     assert orb.get(d.__ray_ready__.remote(), timeout=30) is True
     assert "describe" in dir(d) and "UNITS" in dir(Described)
+    assert [n for n in dir(d) if not n.startswith("_")] == ["describe", "double", "triple", "units"]  # as Ray's
+    assert orb.runtime_context.get_runtime_context().get_job_id() == orb.get_runtime_context().get_job_id()
     d.__ray_terminate__.remote()
     deadline = time.time() + 30
     with pytest.raises(ActorDiedError):

@@ -218,6 +218,8 @@ class Producer:
 
 
 def test_an_actor_wide_backpressure_bound_holds_its_generator_methods(cluster, scratch):
+    with pytest.raises(ValueError, match="_actor_generator_backpressure_num_objects must be > 0"):
+        orb.remote(_actor_generator_backpressure_num_objects=0)(Producer._cls)
     progress = os.path.join(scratch, "progress")
     gen = Producer.remote().produce.remote(10, progress)
     time.sleep(1.5)
