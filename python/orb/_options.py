@@ -1,5 +1,6 @@
 """Task and actor options as Ray spells them, checked and turned into what orb._core
 takes. A misspelt or mistyped option is a clear error where `.options()` is called."""
+import functools
 import json
 
 TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "retry_exceptions", "name",
@@ -23,8 +24,10 @@ _NUMBER = (int, float)
 _COUNT = (int,)
 
 
+@functools.lru_cache(maxsize=None)
 def _types():
-    """The types each option takes (None is always accepted: the default), as Ray's."""
+    """The types each option takes (None is always accepted: the default), as Ray's.
+    Built once: check() runs at every .options()."""
     from orb.util.placement_group import PlacementGroup
     from orb.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
     return {
