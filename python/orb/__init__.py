@@ -26,6 +26,7 @@ import os
 import site
 import sys
 import sysconfig
+import threading
 
 from orb import _core, _export
 from orb import exceptions
@@ -275,6 +276,7 @@ def method(**options):
     from orb import _options
     _options.check(options, _options.METHOD_OPTIONS, "@orb.method")
     _options.num_returns(options)
+    _options.backpressure(options)
 
     def mark(function):
         function.__orb_method_options__ = dict(options)
@@ -386,6 +388,12 @@ class RuntimeContext:
         from orb import _worker
         from orb.actor import handle_of
         return handle_of(bytes.fromhex(actor_id), _worker.current_actor_class)
+
+    def is_canceled(self):
+        """Whether orb.cancel interrupted the task or actor call running here (True from
+        its `except KeyboardInterrupt` on), as Ray's."""
+        from orb import _worker
+        return threading.get_ident() in _worker.cancelled_threads
 
     def get_accelerator_ids(self):
         """The accelerators this worker may use, by kind: {"GPU": ["0", "1"]} (its lease's

@@ -1,5 +1,6 @@
 """Task arguments on the wire: one leading entry naming the keyword arguments (raw
-bytes: the names joined by NUL, empty when there are none), then each value in order.
+bytes: the names joined by NUL, empty when there are none; a leading DYNAMIC byte asks
+the worker for num_returns="dynamic"), then each value in order.
 A top-level ObjectRef is passed by reference (the task gets its value, as in Ray);
 anything else is serialized, and put into the object store first when large, so that
 a big array crosses as a reference and is read in place."""
@@ -10,9 +11,15 @@ from orb._core import ObjectRef
 from orb._serialization import INLINE_BYTES, Serialized, deserialize
 
 
-def pack(args, kwargs, function_name):
+# Header prefix: the call's generator returns one ref to all its items' refs (Ray's
+# num_returns="dynamic"), a Python-only mode the core does not need to know of.
+DYNAMIC = b"\x01"
+
+
+def pack(args, kwargs, function_name, dynamic_returns=False):
     names = list(kwargs)
-    out = [b"\0".join(n.encode() for n in names)]
+    header = b"\0".join(n.encode() for n in names)
+    out = [DYNAMIC + header if dynamic_returns else header]
     for i, value in enumerate(list(args) + [kwargs[n] for n in names]):
         if isinstance(value, ObjectRef):
             out.append(value)
@@ -25,11 +32,20 @@ def pack(args, kwargs, function_name):
 
 def unpack(values):
     """(args, kwargs) from the buffers a worker was given."""
+    args, kwargs, _ = unpack_call(values)
+    return args, kwargs
+
+
+def unpack_call(values):
+    """(args, kwargs, whether the call asks for dynamic returns)."""
     header = bytes(values[0])
+    dynamic = header.startswith(DYNAMIC)
+    if dynamic:
+        header = header[len(DYNAMIC):]
     names = header.split(b"\0") if header else []
     decoded = [deserialize(v) for v in values[1:]]
     split = len(decoded) - len(names)
-    return decoded[:split], {n.decode(): v for n, v in zip(names, decoded[split:])}
+    return decoded[:split], {n.decode(): v for n, v in zip(names, decoded[split:])}, dynamic
 
 
 def signature_of(function, bound=False):

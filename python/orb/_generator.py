@@ -8,14 +8,10 @@ import asyncio
 from orb import _core
 
 
-_NOTHING = object()  # no item taken ahead
-
-
 class ObjectRefGenerator:
     def __init__(self, task_ref):
         self._task_ref = task_ref  # the task's own result: its item count, or its error
         self._ended = False
-        self._ahead = _NOTHING  # the next item's ref (None: the end), taken by _ready()
 
     def __iter__(self):
         return self
@@ -25,23 +21,16 @@ class ObjectRefGenerator:
 
     def _ready(self, timeout_ms=0):
         """Whether the next item, or the end, is here within `timeout_ms` (orb.wait's
-        question); what came is kept for the next `next()`."""
-        if self._ended or self._ahead is not _NOTHING:
+        question). Takes nothing: an item counts as read (for backpressure) only once
+        `next()` takes it, as in Ray."""
+        if self._ended:
             return True
-        from orb.exceptions import GetTimeoutError
-        try:
-            self._ahead = _core.next_generator_item(self._task_ref, timeout_ms)
-        except GetTimeoutError:
-            return False
-        return True
+        return _core.generator_item_ready(self._task_ref, timeout_ms)
 
     def _next(self, timeout_ms):
         if self._ended:
             raise StopIteration
-        if self._ahead is not _NOTHING:
-            ref, self._ahead = self._ahead, _NOTHING
-        else:
-            ref = _core.next_generator_item(self._task_ref, timeout_ms)
+        ref = _core.next_generator_item(self._task_ref, timeout_ms)
         if ref is not None:
             return ref
         self._ended = True
@@ -88,3 +77,22 @@ class ObjectRefGenerator:
 
     def __repr__(self):
         return "ObjectRefGenerator(%s)" % self._task_ref.hex()
+
+
+class DynamicObjectRefGenerator:
+    """What `orb.get` of a num_returns="dynamic" call's ref gives (Ray's name): the refs
+    of the items its generator yielded, in order; `len()` and iteration. An error the
+    generator raised is the last ref (its `orb.get` raises it). The items belong to the
+    worker that ran the generator (in Ray, to the caller)."""
+
+    def __init__(self, refs):
+        self._refs = list(refs)
+
+    def __iter__(self):
+        return iter(self._refs)
+
+    def __len__(self):
+        return len(self._refs)
+
+    def __repr__(self):
+        return "DynamicObjectRefGenerator(%d refs)" % len(self._refs)

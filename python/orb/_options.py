@@ -14,6 +14,7 @@ ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespa
                  "_actor_generator_backpressure_num_objects"}
 METHOD_OPTIONS = {"name", "num_returns", "_generator_backpressure_num_objects", "concurrency_group"}
 STREAMING = "streaming"  # num_returns of a generator whose items stream to the caller
+DYNAMIC = "dynamic"  # num_returns of a generator whose one result holds all its items' refs
 
 LANGUAGE_PYTHON = 1
 UNLIMITED_RETRIES = (1 << 31) - 1  # max_retries=-1
@@ -188,8 +189,8 @@ def num_returns(options):
         return 1
     if value == STREAMING:
         return value
-    if value == "dynamic":
-        raise ValueError("num_returns=\"dynamic\" is not supported (Ray deprecates it): use num_returns=\"streaming\"")
+    if value == DYNAMIC:
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("num_returns must be a non-negative integer, not %r" % (value,))
     if value > MAX_NUM_RETURNS:
@@ -197,15 +198,27 @@ def num_returns(options):
     return value
 
 
+def backpressure(options):
+    """The _generator_backpressure_num_objects option, checked: a bound >= 1 on a stream's
+    unconsumed items, or None (-1 or unset: no bound)."""
+    bound = options.get("_generator_backpressure_num_objects")
+    if bound is None or bound == -1:
+        return None
+    if bound == 0:
+        raise ValueError("_generator_backpressure_num_objects=0 is not allowed: give a bound >= 1, or -1 for none "
+                         "(as Ray)")
+    return _int(options, "_generator_backpressure_num_objects", 1)
+
+
 def returns_options(options):
     """TaskOptionsData's num_returns, streaming and generator_backpressure fields."""
     count = num_returns(options)
-    bound = options.get("_generator_backpressure_num_objects")
-    if bound is not None and bound != -1:
-        bound = _int(options, "_generator_backpressure_num_objects", 1)
+    bound = backpressure(options)
+    if count == DYNAMIC:
+        return {"num_returns": 1}
     if count != STREAMING:
         return {"num_returns": max(1, count)}
-    return {"num_returns": 1, "streaming": True, "generator_backpressure": 0 if bound in (None, -1) else bound}
+    return {"num_returns": 1, "streaming": True, "generator_backpressure": bound or 0}
 
 
 def actor_options(options):

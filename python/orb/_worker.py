@@ -5,6 +5,7 @@ the GIL) to run a function, make an actor, or call its method, each by name.
 A function that raises makes its result a TaskError value (the exception and its
 traceback, raised again by whoever reads it); the worker keeps serving."""
 import asyncio
+import atexit
 import concurrent.futures
 import importlib
 import inspect
@@ -16,6 +17,7 @@ import threading
 
 from orb import _arguments, _core, _export
 from orb.actor import _is_async_class
+from orb._generator import DynamicObjectRefGenerator
 from orb._serialization import RawValue, Serialized, serialize_error
 from orb.cross_language import pack_value, unpack_value
 
@@ -24,6 +26,8 @@ STREAMING = -1
 
 # The Python class of the actor this worker hosts, once its constructor runs.
 current_actor_class = None
+# Threads whose current task or call orb.cancel interrupted (get_runtime_context().is_canceled()).
+cancelled_threads = set()
 
 # Calls from C++ name "pyx:<module>:<name>" (a method: "pyx:<name>"); their values are
 # msgpack, and a failure is raised to the C++ core (the caller's TaskError), not stored.
@@ -93,6 +97,7 @@ class Executor:
 
     def run_task(self, descriptor, args, num_returns=1):
         _sync_lease_env()
+        cancelled_threads.discard(threading.get_ident())
         if descriptor.startswith(CROSS):
             try:
                 return _cross_result(_import(descriptor)(*_cross_args(args)), descriptor[len(CROSS):])
@@ -101,8 +106,11 @@ class Executor:
         name = descriptor.split(":")[1] if descriptor.count(":") >= 2 else descriptor
         try:
             function = _export.load(descriptor)
-            positional, keywords = _arguments.unpack(args)
-            return self._results(function(*positional, **keywords), name, num_returns)
+            positional, keywords, dynamic = _arguments.unpack_call(args)
+            value = function(*positional, **keywords)
+            if dynamic:
+                return self._dynamic_returns(value, name)
+            return self._results(value, name, num_returns)
         except Exception as e:  # the task's failure is its result (every return's)
             if _retried_for(e):
                 _core.mark_retryable_error()
@@ -135,22 +143,25 @@ class Executor:
             finally:
                 _flush()
         qualified = "%s.%s" % (type(instance).__qualname__, name)
+        cancelled_threads.discard(threading.get_ident())
         if name == "__ray_terminate__":  # Ray's graceful end: after the calls before it
+            _run_exit_handlers()
             raise _core.ActorExit()
         if name == "__ray_ready__":  # Ray's readiness probe: the constructor has run
             return Serialized(True, what="the readiness of %s" % qualified)
         try:
-            method = getattr(instance, name, None)
-            if method is None or not callable(method):
-                raise AttributeError("actor class %s has no method %r" % (type(instance).__qualname__, name))
-            positional, keywords = _arguments.unpack(args)
+            method = _method_of(instance, name)
+            positional, keywords, dynamic = _arguments.unpack_call(args)
             if self._is_async_actor(instance) and not inspect.iscoroutinefunction(method) \
                     and not inspect.isgeneratorfunction(method) and not inspect.isasyncgenfunction(method):
                 value = self._on_loop(method, positional, keywords)
             else:
                 value = self._invoke(method, positional, keywords)
+            if dynamic:
+                return self._dynamic_returns(value, qualified)
             return self._results(value, qualified, num_returns)
-        except _core.ActorExit:
+        except _core.ActorExit:  # exit_actor(): a graceful end too
+            _run_exit_handlers()
             raise
         except Exception as e:
             return serialize_error(qualified, e)
@@ -224,7 +235,10 @@ class Executor:
         """orb.cancel of the actor call running on thread `ident`: cancels its coroutine
         when it is an async call (a sync call runs on); whether it did."""
         future = self._async_calls.get(ident)
-        return future is not None and future.cancel()
+        if future is None or not future.cancel():
+            return False
+        cancelled_threads.add(ident)
+        return True
 
     def _results(self, value, name, num_returns):
         """The serialized result; with num_returns > 1, a list of one per return (the
@@ -232,14 +246,54 @@ class Executor:
         streaming generator, the count of the items it streamed."""
         if num_returns == STREAMING:
             return Serialized(self._stream(value, name), what="the item count of %s" % name)
+        if inspect.isgenerator(value):
+            returns = self._generator_returns(value, name, num_returns)
+            return returns[0] if num_returns == 1 else returns
         if num_returns == 1:
             return Serialized(value, what="the result of %s" % name)
-        if inspect.isgenerator(value):  # a generator with num_returns=N: its N items are the returns
-            value = list(value)
         if not isinstance(value, (tuple, list)) or len(value) != num_returns:
             got = "%d objects" % len(value) if isinstance(value, (tuple, list)) else "a %s" % type(value).__name__
             raise ValueError("%s returned %s, but num_returns=%d" % (name, got, num_returns))
         return [Serialized(v, what="return %d of %s" % (i + 1, name)) for i, v in enumerate(value)]
+
+    def _dynamic_returns(self, generator, name):
+        """num_returns="dynamic" (Ray's): each item the generator yields is put in the
+        store, and the one result is a DynamicObjectRefGenerator of their refs. An error
+        mid-way is the last item (the whole call's, when the task retries on it)."""
+        if not inspect.isgenerator(generator):
+            raise ValueError("%s has num_returns=\"dynamic\" but returned a %s, not a generator (use yield)"
+                             % (name, type(generator).__name__))
+        refs = []
+        try:
+            for item in generator:
+                refs.append(_core.put(Serialized(item, what="item %d of %s" % (len(refs), name))))
+        except Exception as e:
+            if _retried_for(e):
+                raise
+            refs.append(_core.put(serialize_error(name, e)))
+        finally:
+            generator.close()
+        return Serialized(DynamicObjectRefGenerator(refs), what="the items of %s" % name)
+
+    def _generator_returns(self, generator, name, num_returns):
+        """A generator with num_returns=N: its first N items are the returns, as Ray's. If
+        it raises after k items, the returns from k on are that error; fewer than N items
+        is a ValueError; items past N are dropped with a warning (Ray logs them too)."""
+        returns = []
+        try:
+            for item in generator:
+                if len(returns) == num_returns:
+                    print("orb: %s yielded more than num_returns=%d items; the rest are dropped"
+                          % (name, num_returns), file=sys.stderr)
+                    break
+                returns.append(Serialized(item, what="return %d of %s" % (len(returns) + 1, name)))
+        except Exception as e:
+            return returns + [serialize_error(name, e) for _ in range(num_returns - len(returns))]
+        finally:
+            generator.close()
+        if len(returns) < num_returns:
+            raise ValueError("%s returned %d objects, but num_returns=%d" % (name, len(returns), num_returns))
+        return returns
 
     def _event_loop(self):
         """The asyncio loop async methods run on (a thread of its own, started once)."""
@@ -251,6 +305,33 @@ class Executor:
             return self._loop
 
 
+def _method_of(instance, name):
+    """The method `name` as the class defines it, bound to the instance, as Ray looks
+    methods up: an instance attribute of the same name (a method `reported` beside
+    `self.reported = set()`) does not hide it."""
+    cls = type(instance)
+    try:
+        found = inspect.getattr_static(cls, name)
+    except AttributeError:
+        found = None
+    if found is not None and hasattr(found, "__get__"):
+        method = found.__get__(instance, cls)
+    else:
+        method = getattr(instance, name, None)
+    if method is None or not callable(method):
+        raise AttributeError("actor class %s has no method %r" % (cls.__qualname__, name))
+    return method
+
+
+def _run_exit_handlers():
+    """The atexit handlers of a gracefully ending actor (exit_actor, __ray_terminate__),
+    as Ray runs them: the process is then ended from outside. orb.kill runs none."""
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        _flush()
+
+
 def _flush():
     sys.stdout.flush()
     sys.stderr.flush()
@@ -260,13 +341,17 @@ def _on_sigint(signum, frame):
     # orb.cancel interrupts the running task with SIGINT; any other SIGINT is ignored
     # (the worker's life is the raylet's to end).
     if _core.take_interrupt():
+        cancelled_threads.add(threading.get_ident())
         raise KeyboardInterrupt("the task was cancelled")
 
 
 def main():
+    # One module however it was started: orb.get_runtime_context() imports orb._worker.
+    sys.modules["orb._worker"] = sys.modules[__name__]
     signal.signal(signal.SIGINT, _on_sigint)
     _core.run_worker(Executor())
 
 
 if __name__ == "__main__":
     main()
+

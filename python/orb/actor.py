@@ -108,6 +108,10 @@ class ActorClass:
         """Ray's Cls._remote(args=, kwargs=, **options): .options(**options).remote(...)."""
         return (self.options(**options) if options else self).remote(*(args or ()), **(kwargs or {}))
 
+    def __mro_entries__(self, bases):
+        raise TypeError("Inheriting from actor classes is not currently supported (as in Ray): inherit from the "
+                        "plain class %s and make the subclass an actor class with @orb.remote" % self._cls.__qualname__)
+
     def __call__(self, *args, **kwargs):
         raise TypeError("actor class %s cannot be instantiated directly: use %s.remote(...)" % (
             self._cls.__qualname__, self._cls.__name__))
@@ -165,7 +169,7 @@ class ActorMethod:
     def remote(self, *args, **kwargs):
         name = "%s.%s" % (self._handle._class_name, self._name)
         _arguments.check_call(self._handle._signatures.get(self._name), args, kwargs, name)
-        packed = _arguments.pack(args, kwargs, name)
+        packed = _arguments.pack(args, kwargs, name, dynamic_returns=self._num_returns == _options.DYNAMIC)
         refs = _core.submit_actor_task(self._handle._actor_id, self._name, packed, self._core_options(),
                                        self._handle._lifetime_ref)
         if self._num_returns == _options.STREAMING:

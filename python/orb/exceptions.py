@@ -30,6 +30,15 @@ RayActorError = ActorDiedError
 RuntimeEnvSetupError = RuntimeEnvError
 
 
+def _as_instanceof_cause(self):
+    """Ray's RayTaskError.as_instanceof_cause(): the error as an instance of its cause's
+    class, which a TaskError already is where the class allows."""
+    return self
+
+
+TaskError.as_instanceof_cause = _as_instanceof_cause
+
+
 class ObjectRefStreamEndOfStreamError(OrbError):
     """An ObjectRefGenerator has no more items (Ray's name; iteration raises StopIteration)."""
 

@@ -9,6 +9,10 @@ from orb._generator import ObjectRefGenerator
 class RemoteFunction:
     def __init__(self, function, options):
         _options.check(options, _options.TASK_OPTIONS, "a remote function")
+        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            raise ValueError("'async def' %s cannot be a remote function (as in Ray): call it with asyncio.run() "
+                             "in a plain function, or make it a method of an actor (async actors run it on their "
+                             "event loop)" % function.__qualname__)
         self._function = function
         self._options = dict(options)
         if inspect.isgeneratorfunction(function) and "num_returns" not in options:
@@ -43,7 +47,8 @@ class RemoteFunction:
             self._descriptor, self._pickled = _export.descriptor_of(self._function)
         _export.export(self._descriptor, self._pickled)
         _arguments.check_call(self._signature, args, kwargs, self._function.__qualname__)
-        packed = _arguments.pack(args, kwargs, self._function.__qualname__)
+        packed = _arguments.pack(args, kwargs, self._function.__qualname__,
+                                 dynamic_returns=self._options.get("num_returns") == _options.DYNAMIC)
         refs = _core.submit_task(self._descriptor, packed, self._core_options)
         if self._core_options.get("streaming"):
             return ObjectRefGenerator(refs)

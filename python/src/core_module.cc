@@ -221,6 +221,19 @@ PYBIND11_MODULE(_core, m) {
         throw orb::GetTimeoutError("no item of the generator came within " + std::to_string(timeout_ms) + " ms");
       },
       py::arg("task_ref"), py::arg("timeout_ms"));
+  // Whether a streaming task's next item (or its end) is here within timeout_ms; takes
+  // nothing (orb.wait's question).
+  m.def(
+      "generator_item_ready",
+      [](const std::shared_ptr<PyObjectRef>& task_ref, int64_t timeout_ms) {
+        auto next = orb::internal::GeneratorNext::kTimedOut;
+        WaitInterruptibly(timeout_ms, [&](int64_t slice_ms) {
+          next = orb::internal::NextGeneratorItem(task_ref->ref(), slice_ms, nullptr);
+          return next != orb::internal::GeneratorNext::kTimedOut;
+        });
+        return next != orb::internal::GeneratorNext::kTimedOut;
+      },
+      py::arg("task_ref"), py::arg("timeout_ms"));
   m.def(
       "drop_generator", [](const std::shared_ptr<PyObjectRef>& task_ref) { orb::internal::DropGenerator(task_ref->ref()); },
       py::arg("task_ref"));

@@ -155,3 +155,36 @@ class Busy:
 
     def hello(self):
         return "hello"
+
+
+@orb.remote(num_cpus=0)
+class WritesAtExit:
+    def __init__(self, path):
+        import atexit
+
+        def write():
+            with open(path, "w") as f:
+                f.write("exited")
+        atexit.register(write)
+
+    def leave(self):
+        orb.actor.exit_actor()
+
+    def ready(self):
+        return True
+
+
+def test_a_graceful_end_runs_the_actors_atexit_handlers_and_a_kill_does_not(cluster, tmp_path):
+    ends = {"exit_actor": lambda a: orb.wait([a.leave.remote()]),
+            "__ray_terminate__": lambda a: orb.wait([a.__ray_terminate__.remote()]),
+            "kill": orb.kill}
+    for name, end in ends.items():
+        path = str(tmp_path / name)
+        a = WritesAtExit.remote(path)
+        assert orb.get(a.ready.remote())
+        end(a)
+        if name == "kill":
+            time.sleep(1)
+            assert not os.path.exists(path)
+        else:
+            assert wait_until(lambda: os.path.exists(path)), name

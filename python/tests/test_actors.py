@@ -189,10 +189,39 @@ def test_actor_pool_grows_and_shrinks_as_rays(embedded):
     pool.push(b)  # the waiting submission starts on b
     assert sorted([pool.get_next_unordered(timeout=30), pool.get_next_unordered(timeout=30)]) == [1, 102]
     assert not pool.has_next()
-    with pytest.raises(ValueError, match="already in the pool"):
+    with pytest.raises(ValueError, match="already belongs"):
         pool.push(a)
     popped = {pool.pop_idle(), pool.pop_idle()}
     assert popped == {a, b} and pool.pop_idle() is None and not pool.has_free()
+
+
+@orb.remote
+class Pair:
+    @orb.method(num_returns=2)
+    def pair(self, v):
+        return v, -v
+
+    def nap(self, seconds):
+        time.sleep(seconds)
+        return seconds
+
+
+def test_actor_pool_timeouts_multiple_returns_and_eager_map(embedded):
+    from orb.util import ActorPool
+    pool = ActorPool([Pair.remote(), Pair.remote()])
+    for v in (1, 2, 3):
+        pool.submit(lambda actor, v: actor.pair.remote(v), v)
+    assert [pool.get_next(timeout=30) for _ in range(3)] == [[1, -1], [2, -2], [3, -3]]
+    pool.submit(lambda actor, v: actor.nap.remote(v), 2)
+    with pytest.raises(TimeoutError):
+        pool.get_next_unordered(timeout=0.1)
+    assert pool.get_next_unordered(timeout=0.1, ignore_if_timedout=True) is None
+    # map drops what was submitted before it and submits every value at once.
+    results = pool.map(lambda actor, v: actor.pair.remote(v), [4, 5])
+    assert not pool.has_free()  # both submitted before the first result is asked for
+    assert list(results) == [[4, -4], [5, -5]]
+    with pytest.raises(StopIteration):
+        pool.get_next()
 
 
 @orb.remote
@@ -272,3 +301,60 @@ def test_rays_builtin_actor_methods_and_private_helpers(embedded):
     done = threading.Event()
     orb.put(41)._on_completed(lambda value: (seen.append(value), done.set()))
     assert done.wait(10) and seen == [41]
+
+
+@orb.remote
+class Reporter:
+    def __init__(self):
+        self.reported = set()  # an attribute named as a method: the method is still called
+
+    def report(self, i):
+        self.reported.add(i)
+
+    def reported(self):
+        return sorted(self.reported)
+
+
+def test_a_method_is_found_on_the_class_even_when_an_attribute_shares_its_name(embedded):
+    r = Reporter.remote()
+    orb.get([r.report.remote(2), r.report.remote(1)])
+    assert orb.get(r.reported.remote()) == [1, 2]
+
+
+def test_actor_classes_cannot_be_subclassed_nor_async_functions_made_remote(embedded):
+    with pytest.raises(TypeError, match="Inheriting from actor classes is not currently supported"):
+        class Derived(Counter):
+            pass
+    with pytest.raises(ValueError, match="'async def' .* cannot be a remote function"):
+        @orb.remote
+        async def coroutine():
+            return 1
+
+
+@orb.remote(num_cpus=0)
+class Sink:
+    def take(self, value):
+        return value
+
+
+@orb.remote
+def slow_value(seconds):
+    time.sleep(seconds)
+    return "slow"
+
+
+@orb.remote
+def through(sink, seconds):
+    return orb.get(sink.take.remote(slow_value.remote(seconds)))
+
+
+def test_a_call_waiting_for_its_argument_does_not_hold_other_callers_calls(embedded):
+    # Each caller's call reaches the actor once its argument is made: a slow argument
+    # of one caller never occupies the actor (Ray's dependency resolution).
+    sink = Sink.remote()
+    slow = through.remote(sink, 12)
+    time.sleep(1)
+    started = time.time()
+    assert orb.get(through.remote(sink, 0), timeout=30) == "slow"
+    assert time.time() - started < 8, "a call waited behind another caller's slow argument"
+    assert orb.get(slow, timeout=60) == "slow"

@@ -113,3 +113,15 @@ def test_an_async_actor_runs_many_calls_at_once_and_awaits_refs(cluster):
 def test_a_huge_max_concurrency_starts_and_serves(cluster):
     a = Sleeper.options(max_concurrency=100000).remote()
     assert orb.get(a.nap.remote(0), timeout=30) == 1
+
+
+def test_quick_calls_sent_with_a_slow_one_are_not_held_behind_it(cluster):
+    # Calls made before the actor is up travel to it in one batch: each result comes
+    # back when its call ends, not when the batch's slowest does.
+    s = Sleeper.remote()
+    slow = s.nap.remote(8)
+    quick = [s.square_of.remote(i) for i in range(5)]
+    started = time.time()
+    assert orb.get(quick, timeout=30) == [0, 1, 4, 9, 16]
+    assert time.time() - started < 6, "the quick calls waited for the slow one"
+    assert orb.get(slow, timeout=30) == 1

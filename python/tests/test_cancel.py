@@ -200,3 +200,49 @@ def test_a_signal_handler_interrupts_a_blocking_get_in_the_driver(cluster, scrat
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+
+@orb.remote
+def reports_its_cancel(started, verdict):
+    try:
+        open(started, "w").close()
+        time.sleep(60)
+    except KeyboardInterrupt:
+        with open(verdict, "w") as f:
+            f.write("cancelled" if orb.get_runtime_context().is_canceled() else "interrupted otherwise")
+        raise
+    return "finished"
+
+
+def test_is_canceled_tells_an_interrupted_task_why(cluster, scratch):
+    started, verdict = os.path.join(scratch, "started"), os.path.join(scratch, "verdict")
+    ref = reports_its_cancel.remote(started, verdict)
+    assert wait_for_file(started)
+    orb.cancel(ref)
+    with pytest.raises(TaskCancelledError):
+        orb.get(ref, timeout=30)
+    assert wait_for_file(verdict) and open(verdict).read() == "cancelled"
+    assert not orb.get_runtime_context().is_canceled()  # the driver runs no cancelled task
+
+
+@orb.remote
+def never_ends():
+    time.sleep(3600)
+
+
+@orb.remote
+def square(x):
+    return x * x
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_task_waiting_for_its_arguments_is_cancelled_at_once(cluster, force):
+    blocker = never_ends.remote()
+    waiting = square.remote(blocker)
+    started = time.time()
+    orb.cancel(waiting, force=force)
+    with pytest.raises(TaskCancelledError, match="while it waited for its arguments"):
+        orb.get(waiting, timeout=20)
+    assert time.time() - started < 10
+    orb.cancel(blocker, force=True)

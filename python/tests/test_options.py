@@ -50,6 +50,7 @@ def test_an_actor_option_of_the_wrong_type_is_a_type_error(options):
     ({"scheduling_strategy": "NEAREST"}, "scheduling_strategy must be"),
     ({"num_cpu": 1}, "invalid option for a remote function: num_cpu"),
     ({"placement_group": PlacementGroup("00" * 18), "scheduling_strategy": "SPREAD"}, "not both"),
+    ({"_generator_backpressure_num_objects": 0}, "backpressure_num_objects=0 is not allowed"),
 ])
 def test_a_bad_task_option_value_is_a_value_error(options, message):
     with pytest.raises(ValueError, match=message):
@@ -67,6 +68,11 @@ def test_a_bad_task_option_value_is_a_value_error(options, message):
 def test_a_bad_actor_option_value_is_a_value_error(options, message):
     with pytest.raises(ValueError, match=message):
         orb.remote(**options)(Worker)
+
+
+def test_a_bad_method_option_is_refused_where_the_method_is_marked():
+    with pytest.raises(ValueError, match="backpressure_num_objects=0 is not allowed"):
+        orb.method(_generator_backpressure_num_objects=0)
 
 
 def test_good_options_are_accepted():

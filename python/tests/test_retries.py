@@ -37,3 +37,25 @@ def test_an_allowlist_retries_only_its_exceptions(cluster, scratch):
         flaky.options(retry_exceptions=[1])
     with pytest.raises(TypeError, match="'retry_exceptions'"):
         flaky.options(retry_exceptions="yes")
+
+
+@orb.remote(max_retries=1)
+def items_then_flaky(path):
+    """Yields 0, then raises on its first attempt (counted in a file), then yields 1."""
+    yield 0
+    seen = int(open(path).read()) if os.path.exists(path) else 0
+    if seen == 0:
+        with open(path, "w") as f:
+            f.write("1")
+        raise KeyError("first attempt")
+    yield 1
+
+
+def test_a_dynamic_generator_is_retried_whole_when_its_error_is_retried(cluster, scratch):
+    dynamic = items_then_flaky.options(num_returns="dynamic")
+    first, error = orb.get(dynamic.remote(os.path.join(scratch, "a")))  # not retried: the error is its last item
+    assert orb.get(first) == 0
+    with pytest.raises(KeyError, match="first attempt"):
+        orb.get(error)
+    retried = dynamic.options(retry_exceptions=[KeyError]).remote(os.path.join(scratch, "b"))
+    assert [orb.get(ref) for ref in orb.get(retried)] == [0, 1]

@@ -1,6 +1,7 @@
 #include "core/actor_submitter.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/task_event_buffer.h"
 
@@ -14,26 +15,70 @@ constexpr int kWatchWaitMs = 30000;
 
 }  // namespace
 
-ActorSubmitter::ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, TaskPusher* pusher,
+ActorSubmitter::ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, TaskPusher* pusher, Post post,
                                TaskEventBuffer* events)
-    : objects_(objects), gcs_(gcs), pusher_(pusher), events_(events) {}
+    : objects_(objects), gcs_(gcs), pusher_(pusher), post_(std::move(post)), events_(events) {}
 
 std::string ActorSubmitter::Describe(const rpc::ActorInfo& info) {
   return "actor " + ActorID::FromBinary(info.actor_id()).Hex() + " (" + info.class_name() + ")";
 }
 
 void ActorSubmitter::Submit(rpc::TaskSpec spec) {
+  std::vector<ObjectID> pending;  // owned here, not ready
   for (const auto& arg : spec.args()) {
-    if (arg.has_ref()) objects_->AddTaskRef(ObjectID::FromBinary(arg.ref().object_id()));
+    if (!arg.has_ref()) continue;
+    ObjectID id = ObjectID::FromBinary(arg.ref().object_id());
+    objects_->AddTaskRef(id);
+    if (post_ && objects_->IsOwned(id) && !objects_->GetIfReady(id)) pending.push_back(id);
   }
+  std::string actor_id = spec.actor_id();
+  std::string task_id = spec.task_id();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
-    std::string actor_id = spec.actor_id();
     ActorState& actor = actors_[actor_id];
+    if (!pending.empty()) {
+      // An earlier call to this actor makes it: the worker takes it there, in order.
+      auto made_here = [&actor](const ObjectID& id) {
+        std::string maker = id.Task().Binary();
+        for (const Call& call : actor.waiting) {
+          if (call.spec.task_id() == maker) return true;
+        }
+        for (const auto& [batch, calls] : actor.in_flight) {
+          for (const Call& call : calls) {
+            if (call.spec.task_id() == maker) return true;
+          }
+        }
+        return false;
+      };
+      pending.erase(std::remove_if(pending.begin(), pending.end(), made_here), pending.end());
+    }
     if (events_) events_->RecordSpec(spec, rpc::PENDING_NODE_ASSIGNMENT);
-    actor.waiting.push_back(Call{std::move(spec), 0});
+    Call call{std::move(spec), 0};
+    call.unresolved = static_cast<int>(pending.size());
+    actor.waiting.push_back(std::move(call));
     Pump(actor_id, actor);
+  }
+  Flush();
+  // Registered with no lock held: a callback may run at once (the object became ready
+  // meanwhile); it runs OnArgReady through post_, never under a lock of the caller's.
+  for (const ObjectID& id : pending) {
+    bool owned = objects_->OnReady(id, [this, actor_id, task_id](ObjectValuePtr) {
+      post_([this, actor_id, task_id] { OnArgReady(actor_id, task_id); });
+    });
+    if (!owned) OnArgReady(actor_id, task_id);
+  }
+}
+
+void ActorSubmitter::OnArgReady(const std::string& actor_id, const std::string& task_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ActorState& actor = actors_[actor_id];
+    for (Call& call : actor.waiting) {
+      if (call.spec.task_id() != task_id) continue;
+      if (call.unresolved > 0 && --call.unresolved == 0) Pump(actor_id, actor);
+      break;
+    }
   }
   Flush();
 }
@@ -137,16 +182,31 @@ void ActorSubmitter::Pump(const std::string& actor_id, ActorState& actor) {
   };
   std::unordered_map<std::string, size_t> busy;
   for (const auto& [number, calls] : actor.in_flight) busy[calls.front().spec.concurrency_group()]++;
+  // A call still waiting for its arguments holds an ordered group's later calls; a
+  // concurrent group's pass it.
+  std::unordered_set<std::string> held;
+  auto sendable = [&](const Call& call) {
+    const std::string& group = call.spec.concurrency_group();
+    if (held.count(group)) return false;
+    if (call.unresolved == 0) return true;
+    if (limit(group) == 1) held.insert(group);
+    return false;
+  };
   while (true) {
+    held.clear();
     auto first = std::find_if(actor.waiting.begin(), actor.waiting.end(), [&](const Call& call) {
-      const std::string& group = call.spec.concurrency_group();
-      return busy[group] < limit(group);
+      return busy[call.spec.concurrency_group()] < limit(call.spec.concurrency_group()) && sendable(call);
     });
     if (first == actor.waiting.end()) break;
     std::string group = first->spec.concurrency_group();
     std::vector<Call> batch;
     for (auto it = first; it != actor.waiting.end() && batch.size() < kMaxBatch;) {
       if (it->spec.concurrency_group() != group) {
+        ++it;
+        continue;
+      }
+      if (it->unresolved > 0) {
+        if (limit(group) == 1) break;
         ++it;
         continue;
       }

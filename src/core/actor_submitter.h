@@ -19,6 +19,12 @@
 // When the GCS reports the actor dead, every call waiting fails with its death reason
 // (a TaskError when its constructor threw).
 //
+// A call whose arguments include objects this process owns that are not ready yet is
+// sent once they are (Ray's dependency resolution): it never occupies the actor while
+// they are made, so calls of other callers run meanwhile. In an ordered group it holds
+// the calls behind it (their order is kept); in a concurrent one they pass it. A return
+// of an earlier call to the same actor is not waited for: the worker takes it there.
+//
 // Submit() is thread-safe; replies arrive on transport threads. State is guarded by mu_.
 #pragma once
 
@@ -44,8 +50,10 @@ class TaskEventBuffer;
 
 class ActorSubmitter {
  public:
-  // `events`: records each call's steps (null: none).
-  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, TaskPusher* pusher,
+  // `events`: records each call's steps (null: none). `post` runs a closure soon on
+  // another thread, with no lock held (an argument became ready).
+  using Post = std::function<void(std::function<void()>)>;
+  ActorSubmitter(ObjectTable* objects, RpcClient<rpc::GcsService>* gcs, TaskPusher* pusher, Post post,
                  TaskEventBuffer* events = nullptr);
 
   // Takes one call (spec.actor_id set). Its return object must already be pending.
@@ -71,6 +79,7 @@ class ActorSubmitter {
     int retries_left = 0;  // -1: without limit
     bool suspect = false;  // was in a batch whose process died, not charged: sent alone
     bool done = false;     // completed by an early report
+    int unresolved = 0;    // arguments owned here that are not ready yet
   };
   struct ActorState {
     rpc::ActorInfo info;
@@ -83,6 +92,8 @@ class ActorSubmitter {
   };
 
   void Pump(const std::string& actor_id, ActorState& actor);
+  // An argument of the waiting call `task_id` is ready.
+  void OnArgReady(const std::string& actor_id, const std::string& task_id);
   void SendBatch(const std::string& actor_id, ActorState& actor, std::vector<Call> calls);
   void OnBatchDone(const std::string& actor_id, uint64_t batch, const absl::Status& status, rpc::PushTasksReply reply);
   void OnBatchDoneLocked(const std::string& actor_id, uint64_t batch, const absl::Status& status,
@@ -101,6 +112,7 @@ class ActorSubmitter {
   ObjectTable* objects_;
   RpcClient<rpc::GcsService>* gcs_;
   TaskPusher* pusher_;
+  Post post_;
   TaskEventBuffer* events_;
   std::mutex mu_;
   std::unordered_map<std::string, ActorState> actors_;  // guarded by mu_

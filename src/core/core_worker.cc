@@ -193,6 +193,9 @@ absl::Status CoreWorker::Start() {
             ORB_RPC(ReportTaskResults), request,
             [done](const absl::Status& status, rpc::ReportTaskResultsReply&&) { done(status.ok()); }, call);
   };
+  hooks.run_after = [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+    loop_.RunAfter(delay, std::move(fn));
+  };
   receiver_ = std::make_unique<TaskReceiver>(hooks);
   service_ = std::make_unique<CoreWorkerGrpcService>(this, ServiceContext{nullptr, options_.token});
   std::error_code ec;
@@ -242,7 +245,9 @@ absl::Status CoreWorker::Start() {
   });
   submitter_ = std::make_unique<TaskSubmitter>(&loop_, objects_.get(), raylet_.get(), raylet_clients_.get(),
                                                pusher_.get(), submit);
-  actor_submitter_ = std::make_unique<ActorSubmitter>(objects_.get(), gcs_.get(), pusher_.get(), task_events_.get());
+  actor_submitter_ = std::make_unique<ActorSubmitter>(
+      objects_.get(), gcs_.get(), pusher_.get(), [this](std::function<void()> fn) { loop_.Post(std::move(fn)); },
+      task_events_.get());
   TaskCanceller::Parts cancel;
   cancel.objects = objects_.get();
   cancel.tasks = submitter_.get();

@@ -373,9 +373,9 @@ internal::GeneratorNext CoreWorker::NextGeneratorItem(const internal::RefData& t
                                                       internal::RefData* item) {
   std::string task_id = ObjectID(ObjectID::FromBinary(task_ref.id)).Task().Binary();
   ObjectID id;
-  switch (streams_->Read(task_id, DeadlineFor(timeout_ms), &id)) {
+  switch (streams_->Read(task_id, DeadlineFor(timeout_ms), item ? &id : nullptr)) {
     case GeneratorStreams::Next::kItem:
-      *item = internal::RefData{id.Binary(), OwnerString()};
+      if (item) *item = internal::RefData{id.Binary(), OwnerString()};
       return internal::GeneratorNext::kItem;
     case GeneratorStreams::Next::kEnd:
       return internal::GeneratorNext::kEnd;

@@ -74,9 +74,10 @@ GeneratorStreams::Next GeneratorStreams::Read(const std::string& task_id, std::c
     }
     if (!stream || stream->dropped) return Next::kUnknown;
     if (stream->read == stream->received) {  // ended, and every item taken
-      streams_.erase(task_id);
+      if (item) streams_.erase(task_id);
       return Next::kEnd;
     }
+    if (!item) return Next::kItem;  // a peek: the item stays unread
     *item = ItemId(task_id, stream->read);
     stream->read++;
     int64_t bound = stream->spec.generator_backpressure();

@@ -44,7 +44,8 @@ class GeneratorStreams {
   // The reader's next item of task `task_id`: kItem with `*item` (its ref's one local
   // reference now the reader's); kEnd when the task ended and every item was taken (its
   // result says how it ended); kTimedOut at `deadline`; kUnknown for a task that is not
-  // a streaming task of this process (or whose stream was dropped).
+  // a streaming task of this process (or whose stream was dropped). `item` null: a peek
+  // that takes nothing (kItem: the next item is here; kEnd: the end is).
   Next Read(const std::string& task_id, std::chrono::steady_clock::time_point deadline, ObjectID* item);
   // The reader is gone: unread items go, and the generator is told to stop.
   void Drop(const std::string& task_id);

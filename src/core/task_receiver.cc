@@ -179,12 +179,22 @@ void TaskReceiver::RunOnPool(Batch batch) {
   auto remaining = std::make_shared<std::atomic<int>>(n);
   auto shared = std::make_shared<Batch>(std::move(batch));
   auto results = std::make_shared<BatchResults>(*shared->request);
+  auto reports = std::make_shared<PoolReports>();
+  if (n > 0) reports->caller = shared->request->tasks(0).caller();
+  bool report_early = n > 1 && hooks_.report_results && hooks_.run_after;
   // Posted in order, so a call that waits for an earlier one's result never waits for
   // a call that has not been taken by a thread.
   for (int i = 0; i < n; ++i) {
-    PoolFor(shared->request->tasks(i))->Post([this, shared, results, remaining, i] {
+    PoolFor(shared->request->tasks(i))->Post([this, shared, results, reports, remaining, report_early, i] {
       results->Set(i, Execute(shared->request->tasks(i), results.get()));
-      if (remaining->fetch_sub(1) != 1) return;
+      if (remaining->fetch_sub(1) != 1) {
+        if (report_early) NoteFinished(results, reports, i);
+        return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(reports->mu);
+        reports->ended = true;
+      }
       results->MoveInto(shared->reply);
       shared->send(grpc::Status::OK);
       if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
@@ -199,6 +209,38 @@ void TaskReceiver::Stop() {
     cv_.notify_all();
   }
   if (stream_) stream_->Wake();
+}
+
+void TaskReceiver::NoteFinished(const std::shared_ptr<BatchResults>& results,
+                                const std::shared_ptr<PoolReports>& reports, int slot) {
+  {
+    std::lock_guard<std::mutex> lock(reports->mu);
+    if (reports->ended) return;
+    reports->finished.push_back(slot);
+    if (reports->flush_pending || reports->in_flight) return;  // a flush or an answer takes it
+    reports->flush_pending = true;
+  }
+  hooks_.run_after(kEarlyReportAfter, [this, results, reports] { FlushPoolReports(results, reports); });
+}
+
+void TaskReceiver::FlushPoolReports(std::shared_ptr<BatchResults> results, std::shared_ptr<PoolReports> reports) {
+  std::vector<int> slots;
+  {
+    std::lock_guard<std::mutex> lock(reports->mu);
+    reports->flush_pending = false;
+    if (reports->ended || reports->finished.empty()) return;
+    slots.swap(reports->finished);
+    reports->in_flight = true;
+  }
+  hooks_.report_results(reports->caller, results->Copy(slots), [this, results, reports](bool) {
+    {
+      std::lock_guard<std::mutex> lock(reports->mu);
+      reports->in_flight = false;
+      if (reports->ended || reports->finished.empty()) return;
+      reports->flush_pending = true;
+    }
+    hooks_.run_after(kEarlyReportAfter, [this, results, reports] { FlushPoolReports(results, reports); });
+  });
 }
 
 TaskReceiver::BatchResults::BatchResults(const rpc::PushTasksRequest& request)
@@ -238,6 +280,14 @@ void TaskReceiver::BatchResults::MoveInto(rpc::PushTasksReply* reply, int from) 
 std::vector<rpc::TaskResult> TaskReceiver::BatchResults::Copy(int from, int to) {
   std::lock_guard<std::mutex> lock(mu_);
   return std::vector<rpc::TaskResult>(results_.begin() + from, results_.begin() + to);
+}
+
+std::vector<rpc::TaskResult> TaskReceiver::BatchResults::Copy(const std::vector<int>& slots) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<rpc::TaskResult> out;
+  out.reserve(slots.size());
+  for (int slot : slots) out.push_back(results_[slot]);
+  return out;
 }
 
 TaskReceiver::CancelResult TaskReceiver::Cancel(const std::string& task_id) {

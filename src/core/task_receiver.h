@@ -10,6 +10,10 @@
 // results finished so far go to the caller at once (report_results, one call at a
 // time), so that they are visible before the batch ends and survive a crash later in
 // it; the batch's reply, sent once the last report is answered, carries the rest.
+// A concurrent actor's batch runs on a pool: a call that finishes while others of its
+// batch still run is reported kEarlyReportAfter later (with whatever else finished by
+// then) unless the batch has ended, so that a slow call never holds the results of
+// quick ones sent with it; its reply carries every result (the caller takes the first).
 //
 // A call whose argument is the result of an earlier call in the same batch (an actor's
 // `a.Task(&C::Add).Remote(r1)` right after the call that makes r1) takes that result
@@ -88,6 +92,9 @@ class TaskReceiver {
     std::function<void(const rpc::Address& caller, std::vector<rpc::TaskResult> results,
                        std::function<void(bool ok)> done)>
         report_results;
+    // Runs `fn` once after `delay` on another thread (the pool's early reports). Null:
+    // a pool's batch reports nothing early.
+    std::function<void(std::chrono::milliseconds delay, std::function<void()> fn)> run_after;
   };
 
   explicit TaskReceiver(Hooks hooks)
@@ -125,6 +132,8 @@ class TaskReceiver {
     void MoveInto(rpc::PushTasksReply* reply, int from = 0);
     // Copies of the results of slots [from, to). REQUIRES: those are set.
     std::vector<rpc::TaskResult> Copy(int from, int to);
+    // Copies of the results of `slots`. REQUIRES: those are set.
+    std::vector<rpc::TaskResult> Copy(const std::vector<int>& slots);
 
    private:
     struct Made {
@@ -151,6 +160,18 @@ class TaskReceiver {
   int RunInOrder(const Batch& batch, BatchResults* results);
   // Runs a batch of actor calls on the pools; answers when all are done.
   void RunOnPool(Batch batch);
+  // A pool batch's calls that finished while others of it run, not yet reported.
+  struct PoolReports {
+    rpc::Address caller;  // copied: the request may be gone before a report is answered
+    std::mutex mu;
+    std::vector<int> finished;    // slots; guarded by mu
+    bool flush_pending = false;   // a FlushPoolReports is scheduled; guarded by mu
+    bool in_flight = false;       // a report is on its way; guarded by mu
+    bool ended = false;           // the batch's reply went; guarded by mu
+  };
+  void NoteFinished(const std::shared_ptr<BatchResults>& results, const std::shared_ptr<PoolReports>& reports,
+                    int slot);
+  void FlushPoolReports(std::shared_ptr<BatchResults> results, std::shared_ptr<PoolReports> reports);
   // The actor's creation: its pools (default group, named groups) and placement.
   void StartActorPools(const rpc::TaskSpec& creation);
   // The pool an actor call runs on: its concurrency group's, else the default group's.

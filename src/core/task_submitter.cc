@@ -73,9 +73,14 @@ void TaskSubmitter::Submit(std::shared_ptr<const rpc::TaskSpec> spec) {
 }
 
 void TaskSubmitter::ResolveDependencies(std::shared_ptr<const rpc::TaskSpec> spec) {
+  if (IsCancelled(spec->task_id())) {  // cancelled on its way here
+    return Fail(*spec, rpc::TASK_CANCELLED, "task '" + spec->function_name() + "' was cancelled while it waited for its arguments");
+  }
   auto remaining = std::make_shared<int>(1);  // one for this function, released at the end
+  resolving_[spec->task_id()] = spec;
   auto done = [this, spec, remaining] {
     if (--*remaining > 0) return;
+    if (resolving_.erase(spec->task_id()) == 0) return;  // cancelled while it waited
     // Every owned argument is ready: inline small values, fail on errors. The spec is
     // copied only when an argument is inlined (the shared one stays as the lineage).
     std::shared_ptr<rpc::TaskSpec> inlined;
@@ -550,6 +555,14 @@ CancelOutcome TaskSubmitter::Cancel(const std::string& task_id) {
       queue.suspects.erase(task_id);
       if (queue.pending.empty()) CancelLeaseRequests(queue);
       Fail(*spec, rpc::TASK_CANCELLED, "task '" + spec->function_name() + "' was cancelled before it ran");
+      outcome.kind = CancelOutcome::kDequeued;
+      return outcome;
+    }
+    auto resolving = resolving_.find(task_id);
+    if (resolving != resolving_.end()) {
+      std::shared_ptr<const rpc::TaskSpec> spec = std::move(resolving->second);
+      resolving_.erase(resolving);
+      Fail(*spec, rpc::TASK_CANCELLED, "task '" + spec->function_name() + "' was cancelled while it waited for its arguments");
       outcome.kind = CancelOutcome::kDequeued;
       return outcome;
     }

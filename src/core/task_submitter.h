@@ -158,6 +158,8 @@ class TaskSubmitter {
   TaskSubmitterOptions options_;
   std::mutex mu_;
   std::unordered_map<std::string, ShapeQueue> queues_;  // guarded by mu_
+  // Tasks waiting for their arguments, by task ID: a cancel fails them at once.
+  std::unordered_map<std::string, std::shared_ptr<const rpc::TaskSpec>> resolving_;  // guarded by mu_
   uint64_t next_request_id_ = 1;                        // guarded by mu_
   bool stopped_ = false;                                // guarded by mu_
   std::mutex cancel_mu_;  // Complete() runs with or without mu_

@@ -176,7 +176,9 @@ bool ReportGeneratorItem(ReturnData item);
 // The owner's reader of a streaming task (`task_ref`: the task's own ref, from
 // SubmitTask): the next item, its ref in `*item` holding one local reference; kEnd once
 // the task ended with no more items (read `task_ref` for how it ended); kTimedOut after
-// timeout_ms (< 0: never).
+// timeout_ms (< 0: never). `item` null: only whether the next item (or the end) is
+// there, taking nothing (orb.wait on a generator: an item counts as read only once
+// taken, which is what backpressure waits for).
 enum class GeneratorNext { kItem, kEnd, kTimedOut };
 GeneratorNext NextGeneratorItem(const RefData& task_ref, int64_t timeout_ms, RefData* item);
 // The reader is gone: unread items are let go, and the generator is told to stop.
