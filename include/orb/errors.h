@@ -69,6 +69,12 @@ class TaskCancelledError : public Error {
  public:
   using Error::Error;
 };
+// A streaming generator's item asked for ahead (Python's _get_next_ref_n) that never
+// came: the generator ended before it (Ray's ObjectRefStreamEndOfStreamError).
+class ObjectRefStreamEndOfStreamError : public Error {
+ public:
+  using Error::Error;
+};
 // No node can ever satisfy the resource request.
 class InfeasibleError : public Error {
  public:

@@ -96,6 +96,13 @@ class TaskOptionsSetters {
     options_.max_retries = n;
     return Self();
   }
+  // A worker that has run `n` calls of this function ends after the last, so the next
+  // runs in a fresh process (Ray's max_calls: memory a library keeps, GPU memory, is
+  // given back); 0: no limit.
+  Derived& SetMaxCalls(int n) {
+    options_.max_calls = n;
+    return Self();
+  }
   // Reruns it (within the same max_retries) when its code throws, too (Ray's
   // retry_exceptions); the last attempt's exception is what Get throws.
   Derived& SetRetryExceptions(bool retry = true) {

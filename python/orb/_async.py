@@ -4,6 +4,7 @@ waits for many. The runtime calls back when the object is ready (orb._core.when_
 no thread waits per ref."""
 import asyncio
 import concurrent.futures
+import traceback
 
 from orb import _core
 
@@ -27,7 +28,12 @@ def future_of(ref):
 def on_completed(ref, callback):
     """Ray's ObjectRef._on_completed: calls `callback` with the value (or the error) once
     the object is ready, on the runtime's notifier thread."""
-    future_of(ref).add_done_callback(lambda f: callback(f.exception() or f.result()))
+    def call(future):
+        try:
+            callback(future.exception() or future.result())
+        except Exception:  # printed, not kept: a kept traceback would hold the callback
+            traceback.print_exc()
+    future_of(ref).add_done_callback(call)
 
 
 def awaitable_of(ref):

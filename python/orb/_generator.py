@@ -38,6 +38,26 @@ class ObjectRefGenerator:
             return self._task_ref  # the error, at the item where it happened
         raise StopIteration
 
+    def _get_next_ref_n(self, n):
+        """Ray's: the refs of the next `n` items, taking none of them. An item not made
+        yet is its ref once it is; if the task ends first, getting it raises the task's
+        error, or ObjectRefStreamEndOfStreamError when it ended well."""
+        return _core.peek_generator_items(self._task_ref, n)
+
+    def _consume_next_ref_n(self, n):
+        """Ray's: takes the next `n` items (as `next()` would), waiting for each; stops
+        at the end of the stream. The refs taken (so they count as read)."""
+        taken = []
+        for _ in range(n):
+            if self._ended:
+                break
+            ref = _core.next_generator_item(self._task_ref, -1)
+            if ref is None:
+                self._ended = True
+                break
+            taken.append(ref)
+        return taken
+
     def _failed(self):
         from orb import get
         try:

@@ -6,7 +6,7 @@ import json
 TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "retry_exceptions", "name",
                 "scheduling_strategy", "placement_group", "placement_group_bundle_index", "label_selector",
                 "runtime_env", "num_returns", "memory_growth", "max_memory", "_generator_backpressure_num_objects",
-                "placement_group_capture_child_tasks"}
+                "placement_group_capture_child_tasks", "max_calls"}
 ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespace", "lifetime", "max_restarts",
                  "max_task_retries", "max_concurrency", "scheduling_strategy", "placement_group",
                  "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists",
@@ -35,7 +35,7 @@ def _types():
         "num_cpus": _NUMBER, "num_gpus": _NUMBER, "memory": _NUMBER, "memory_growth": _NUMBER,
         "max_memory": _NUMBER, "resources": (dict,), "runtime_env": (dict,), "name": (str,), "namespace": (str,),
         "lifetime": (str,), "max_restarts": _COUNT, "max_task_retries": _COUNT, "max_retries": _COUNT,
-        "max_concurrency": _COUNT, "placement_group_bundle_index": _COUNT,
+        "max_concurrency": _COUNT, "placement_group_bundle_index": _COUNT, "max_calls": _COUNT,
         "_generator_backpressure_num_objects": _COUNT, "_actor_generator_backpressure_num_objects": _COUNT,
         "num_returns": (int, str),
         "scheduling_strategy": (str, PlacementGroupSchedulingStrategy, NodeAffinitySchedulingStrategy),
@@ -167,6 +167,8 @@ def task_options(options):
         if out["max_retries"] == -1:  # Ray's "without limit"
             out["max_retries"] = UNLIMITED_RETRIES
     out.update(_retry_exceptions(options.get("retry_exceptions")))
+    if options.get("max_calls") is not None:  # a worker ends after this many calls of it (0: no limit)
+        out["max_calls"] = _int(options, "max_calls", 0)
     if options.get("name"):
         out["name"] = str(options["name"])
     for key in ("memory_growth", "max_memory"):

@@ -202,7 +202,8 @@ class Executor:
     def _stream(self, generator, name):
         """Hands each item the generator yields to the caller as it comes (waiting while
         the caller's backpressure says so); the number of items. Stops early when nobody
-        reads the stream any more."""
+        reads the stream any more. An error the generator raises is its last item (as
+        Ray's), unless the task is retried for it: then it is the task's error."""
         if inspect.isasyncgen(generator):
             generator = self._async_items(generator)
         elif not inspect.isgenerator(generator):
@@ -215,6 +216,11 @@ class Executor:
                 count += 1
                 if stop:
                     break
+        except Exception as e:
+            if _retried_for(e):
+                raise
+            _core.report_generator_item(serialize_error(name, e))
+            count += 1
         finally:
             generator.close()
         return count

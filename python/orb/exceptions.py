@@ -17,6 +17,7 @@ from orb._core import (  # noqa: F401 (re-exported)
     OutOfMemoryError,
     OwnerDiedError,
     RuntimeEnvError,
+    ObjectRefStreamEndOfStreamError,
     TaskCancelledError,
     TaskError,
     WorkerCrashedError,
@@ -39,8 +40,9 @@ def _as_instanceof_cause(self):
 TaskError.as_instanceof_cause = _as_instanceof_cause
 
 
-class ObjectRefStreamEndOfStreamError(OrbError):
-    """An ObjectRefGenerator has no more items (Ray's name; iteration raises StopIteration)."""
+# ObjectRefStreamEndOfStreamError: an item of an ObjectRefGenerator asked for ahead
+# (_get_next_ref_n) that never came, the stream having ended first (iteration raises
+# StopIteration instead).
 
 __all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "OwnerDiedError",
            "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "TaskCancelledError", "RayError",

@@ -59,6 +59,7 @@ internal::TaskOptionsData ToTaskOptions(const py::dict& d) {
   }
   Set(d, "max_retries", &o.max_retries);
   Set(d, "retry_exceptions", &o.retry_exceptions);
+  Set(d, "max_calls", &o.max_calls);
   Set(d, "retry_exception_allowlist", &o.retry_exception_allowlist);
   Set(d, "num_returns", &o.num_returns);
   Set(d, "streaming", &o.streaming);

@@ -131,6 +131,7 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<orb::CollectiveError>(m, "CollectiveError", error.ptr());
   py::register_exception<orb::RuntimeEnvError>(m, "RuntimeEnvError", error.ptr());
   py::register_exception<orb::TaskCancelledError>(m, "TaskCancelledError", error.ptr());
+  py::register_exception<orb::ObjectRefStreamEndOfStreamError>(m, "ObjectRefStreamEndOfStreamError", error.ptr());
 
   orb::python::DefineRefs(m);
   orb::python::DefineCalls(m);
@@ -234,6 +235,19 @@ PYBIND11_MODULE(_core, m) {
         return next != orb::internal::GeneratorNext::kTimedOut;
       },
       py::arg("task_ref"), py::arg("timeout_ms"));
+  m.def(
+      "peek_generator_items",
+      [](const std::shared_ptr<PyObjectRef>& task_ref, int64_t n) {
+        std::vector<RefData> items;
+        {
+          py::gil_scoped_release release;
+          items = orb::internal::PeekGeneratorItems(task_ref->ref(), n);
+        }
+        std::vector<std::shared_ptr<PyObjectRef>> out;
+        for (auto& item : items) out.push_back(std::make_shared<PyObjectRef>(std::move(item)));
+        return out;
+      },
+      py::arg("task_ref"), py::arg("n"));
   m.def(
       "drop_generator", [](const std::shared_ptr<PyObjectRef>& task_ref) { orb::internal::DropGenerator(task_ref->ref()); },
       py::arg("task_ref"));

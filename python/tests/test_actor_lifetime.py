@@ -126,6 +126,8 @@ def test_a_call_sent_right_after_exit_actor_does_not_run_on_the_exited_actor(clu
         a = Leaver.remote()
         assert orb.get(a.hello.remote()) == "hello"
         left, after = a.leave.remote(), a.hello.remote()
+        with pytest.raises(orb.exceptions.ActorDiedError, match="INTENDED_USER_EXIT"):  # Ray's word for it
+            orb.get(left, timeout=30)
         for ref in (left, after):
             with pytest.raises(orb.exceptions.ActorDiedError):
                 orb.get(ref, timeout=30)

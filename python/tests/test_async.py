@@ -125,3 +125,20 @@ def test_quick_calls_sent_with_a_slow_one_are_not_held_behind_it(cluster):
     assert orb.get(quick, timeout=30) == [0, 1, 4, 9, 16]
     assert time.time() - started < 6, "the quick calls waited for the slow one"
     assert orb.get(slow, timeout=30) == 1
+
+
+def test_a_completion_callback_that_raises_is_not_kept_alive(cluster):
+    import sys
+
+    def callback(result):
+        raise RuntimeError("raised in a callback")
+
+    ref = slow_square.remote(3, 0.5)
+    before = sys.getrefcount(callback)
+    ref._on_completed(callback)
+    assert sys.getrefcount(callback) > before  # held while the runtime may call it
+    assert orb.get(ref, timeout=30) == 9
+    deadline = time.time() + 10
+    while sys.getrefcount(callback) != before and time.time() < deadline:
+        time.sleep(0.05)
+    assert sys.getrefcount(callback) == before

@@ -144,15 +144,27 @@ def test_a_bound_of_one_pauses_in_the_yield_until_next_takes_the_item_and_wait_t
     assert [orb.get(r) for r in gen] == [3]
 
 
-def test_dropping_the_generator_stops_the_producer(cluster, scratch):
+def test_dropping_the_generator_releases_a_backpressured_producer_and_cancel_stops_one(cluster, scratch):
+    # As Ray's: a generator whose reader went away runs on to its end (its items go at
+    # once); orb.cancel is what stops one.
     progress = os.path.join(scratch, "progress")
-    gen = counted.remote(1000, progress, 0.01)
+    gen = counted.options(_generator_backpressure_num_objects=1).remote(20, progress)
     assert orb.get(next(gen)) == 0
+    time.sleep(0.5)
+    assert read_count(progress) <= 2  # held by the bound
     del gen
+    deadline = time.time() + 30
+    while read_count(progress) < 20 and time.time() < deadline:
+        time.sleep(0.05)
+    assert read_count(progress) == 20
+    stopped = os.path.join(scratch, "stopped")
+    gen = counted.remote(100000, stopped, 0.01)
+    assert orb.get(next(gen)) == 0
+    orb.cancel(gen)
     time.sleep(1.0)
-    before = read_count(progress)
+    before = read_count(stopped)
     time.sleep(1.0)
-    assert read_count(progress) == before < 1000
+    assert read_count(stopped) == before < 100000
 
 
 def test_async_iteration(cluster):
@@ -257,3 +269,25 @@ def test_wait_takes_generators_ready_when_their_next_item_is(cluster, scratch):
         next(gen)
     with pytest.raises(TypeError, match="ObjectRefs and ObjectRefGenerators"):
         orb.wait([1])
+
+
+def test_items_peeked_ahead_resolve_when_made_or_to_how_the_stream_ended(cluster, scratch):
+    gate = os.path.join(scratch, "gate")
+    gen = gated.remote(gate)
+    first, second, past_end = gen._get_next_ref_n(3)  # Ray's private peek: nothing taken
+    assert orb.get(first, timeout=30) == "first"
+    ready, _ = orb.wait([second], timeout=0.5)
+    assert not ready  # not yielded yet
+    open(gate, "w").close()
+    assert orb.get(second, timeout=30) == "second"
+    with pytest.raises(orb.exceptions.ObjectRefStreamEndOfStreamError):
+        orb.get(past_end, timeout=30)
+    assert gen._consume_next_ref_n(1) == [first]  # the same items, taken once
+    assert next(gen) == second
+    with pytest.raises(StopIteration):
+        next(gen)
+    failing = fails_after.remote(1)
+    zero, failed = failing._get_next_ref_n(2)
+    assert orb.get(zero, timeout=30) == 0
+    with pytest.raises(ValueError, match="broke after 1 items"):
+        orb.get(failed, timeout=30)

@@ -1,4 +1,5 @@
 """Remote functions on Python workers: values, arguments, nested tasks, errors."""
+import gc
 import json
 import os
 import subprocess
@@ -268,3 +269,46 @@ def test_tasks_and_calls_carry_rays_plain_names_in_the_state_api(cli_cluster):
             assert _task_names(cli_cluster, name)[:1] == [name]
     finally:
         orb.shutdown()
+
+
+@orb.remote(max_calls=1)
+def pid_once():
+    return os.getpid()
+
+
+@orb.remote
+def late_value(seconds):
+    time.sleep(seconds)
+    return "late"
+
+
+@orb.remote(max_calls=1, max_retries=0)
+def hands_out_a_child(seconds):
+    return os.getpid(), late_value.remote(seconds)
+
+
+def _ended(pid, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_max_calls_ends_a_worker_after_its_calls_once_nothing_it_owns_is_needed(cluster):
+    pids = orb.get([pid_once.remote() for _ in range(4)], timeout=60)
+    assert len(set(pids)) == 4  # each call in a fresh process
+    assert all(_ended(pid) for pid in pids)
+    # A worker whose child result the caller still holds waits for it to be let go.
+    pid, child = orb.get(hands_out_a_child.remote(1.0), timeout=60)
+    assert orb.get(child, timeout=60) == "late"
+    time.sleep(1.0)
+    assert not _ended(pid, timeout=0.5), "the worker ended while its object was still needed"
+    del child
+    gc.collect()
+    assert _ended(pid), "the worker did not end once its object was let go"
+    with pytest.raises(ValueError, match="max_calls must be an integer >= 0"):
+        pid_once.options(max_calls=-1)

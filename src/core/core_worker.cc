@@ -196,6 +196,19 @@ absl::Status CoreWorker::Start() {
   hooks.run_after = [this](std::chrono::milliseconds delay, std::function<void()> fn) {
     loop_.RunAfter(delay, std::move(fn));
   };
+  hooks.on_retire = [this] {
+    // max_calls: the worker ends once nothing it owns is still needed — a value another
+    // process borrows or a task takes, or one not made yet (Ray's workers wait so too).
+    loop_.RunEvery(std::chrono::milliseconds(100), [this] {
+      for (const ObjectTable::OwnedSummary& owned : objects_->ListOwned()) {
+        if (owned.released) continue;
+        if (!owned.value || owned.borrowers > 0 || owned.task_refs > 0 || owned.captured > 0) return true;
+      }
+      spdlog::info("a function reached its max_calls here and nothing this worker owns is needed: exiting");
+      receiver_->Stop();
+      return false;
+    });
+  };
   receiver_ = std::make_unique<TaskReceiver>(hooks);
   service_ = std::make_unique<CoreWorkerGrpcService>(this, ServiceContext{nullptr, options_.token});
   std::error_code ec;
@@ -418,6 +431,8 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   spec.set_function_name(function_name);
   spec.set_return_id(return_id.Binary());
   spec.set_max_retries(options.max_retries);
+  if (options.max_calls < 0) throw Error("max_calls must be >= 0 (0: no limit), not " + std::to_string(options.max_calls));
+  spec.set_max_calls(options.max_calls);
   spec.set_retry_exceptions(options.retry_exceptions);
   spec.set_retry_exception_allowlist(options.retry_exception_allowlist);
   spec.set_memory_growth(options.memory_growth);

@@ -103,6 +103,7 @@ class CoreWorker : public Runtime {
   internal::GeneratorNext NextGeneratorItem(const internal::RefData& task_ref, int64_t timeout_ms,
                                             internal::RefData* item) override;
   void DropGenerator(const internal::RefData& task_ref) override;
+  std::vector<internal::RefData> PeekGeneratorItems(const internal::RefData& task_ref, int64_t n) override;
   // Calls `callback` once the object is ready (or known lost): owned ones when they
   // complete, borrowed ones through long polls to their owner.
   void WhenReady(const internal::RefData& ref, std::function<void()> callback) override;

@@ -402,6 +402,19 @@ void CoreWorker::DropGenerator(const internal::RefData& task_ref) {
   streams_->Drop(ObjectID(ObjectID::FromBinary(task_ref.id)).Task().Binary());
 }
 
+std::vector<internal::RefData> CoreWorker::PeekGeneratorItems(const internal::RefData& task_ref, int64_t n) {
+  if (n < 0) throw Error("PeekGeneratorItems: n must be >= 0, not " + std::to_string(n));
+  std::vector<internal::RefData> out;
+  for (const ObjectID& id : streams_->Peek(ObjectID(ObjectID::FromBinary(task_ref.id)).Task().Binary(), n)) {
+    out.push_back(internal::RefData{id.Binary(), OwnerString()});
+  }
+  if (out.size() < static_cast<size_t>(n)) {
+    throw Error("object " + ObjectID::FromBinary(task_ref.id).Hex() +
+                " is not the ref of a streaming generator task this process submitted and reads");
+  }
+  return out;
+}
+
 bool CoreWorker::ReportGeneratorItem(internal::ReturnData item) {
   const rpc::TaskSpec* spec = RunningTaskSpec();
   if (!spec || !spec->streaming()) {

@@ -29,6 +29,8 @@ namespace orb {
       throw RuntimeEnvError(m);
     case rpc::TASK_CANCELLED:
       throw TaskCancelledError(m);
+    case rpc::END_OF_STREAM:
+      throw ObjectRefStreamEndOfStreamError(m);
     case rpc::TASK_ERROR:
     case rpc::FUNCTION_NOT_FOUND:
     case rpc::BAD_ARGUMENT:

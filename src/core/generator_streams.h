@@ -9,7 +9,9 @@
 // until the reader takes it. A retried task reports from item 0 again: items already
 // here are not duplicated. With backpressure N, the answer to an item is held while N
 // items wait unread, which pauses the generator until its reader catches up. A reader
-// that goes away (Drop) lets its unread items go and tells the generator to stop.
+// that goes away (Drop) lets its unread items go and releases the generator, which runs
+// on to its end with each later item let go at once (as Ray's; orb::Cancel stops it).
+// `stop` is true only for a stream this process does not know.
 //
 // Thread-safe.
 #pragma once
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -47,7 +50,13 @@ class GeneratorStreams {
   // a streaming task of this process (or whose stream was dropped). `item` null: a peek
   // that takes nothing (kItem: the next item is here; kEnd: the end is).
   Next Read(const std::string& task_id, std::chrono::steady_clock::time_point deadline, ObjectID* item);
-  // The reader is gone: unread items go, and the generator is told to stop.
+  // The reader's next `n` items, read or not, without taking them (Python's
+  // _get_next_ref_n): each ID holds one new local reference for the reader. One not
+  // here yet is made pending at once and becomes the item when it comes — or, if the
+  // task ends first, its error (END_OF_STREAM when it ended well). Empty for a task that
+  // is not a stream of this process.
+  std::vector<ObjectID> Peek(const std::string& task_id, int64_t n);
+  // The reader is gone: unread items go, and a generator held by backpressure goes on.
   void Drop(const std::string& task_id);
 
   size_t size() const;  // streams kept (for tests)
@@ -57,11 +66,17 @@ class GeneratorStreams {
     rpc::TaskSpec spec;  // task ID, returns and backpressure
     int64_t received = 0;  // items 0..received-1 are here (or were taken)
     int64_t read = 0;      // items the reader took
+    int64_t reserved = 0;  // items [received, reserved) were peeked before they came: pending
     bool ended = false;    // the task's result is in
+    std::shared_ptr<const rpc::ObjectValue> result;  // that result (its error, when it failed)
     bool dropped = false;  // the reader went away
     std::vector<std::function<void(bool)>> held_answers;  // items answered once the reader catches up
   };
-  void OnEnded(const std::string& task_id);
+  void OnEnded(const std::string& task_id, const std::shared_ptr<const rpc::ObjectValue>& result);
+  // The value of an item peeked that will never come: the task's error, or END_OF_STREAM.
+  static rpc::ObjectValue NeverCame(const Stream& stream);
+  // Lets go of the holds on items peeked that never came. REQUIRES: mu_ held.
+  void ReleaseReserved(const std::string& task_id, Stream& stream, std::vector<ObjectID>* released);
 
   ObjectTable* objects_;
   mutable std::mutex mu_;

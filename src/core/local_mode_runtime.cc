@@ -413,7 +413,7 @@ std::vector<internal::RefData> LocalModeRuntime::SubmitActorTask(const std::stri
               actor->state = Actor::State::kDead;
               actor->death = "exited by orb::ExitActor()";
               actor->instance.reset();
-              throw ActorDiedError("the actor exited: " + method_name + " called orb::ExitActor()");
+              throw ActorDiedError("the actor exited on purpose (INTENDED_USER_EXIT): " + method_name + " called orb::ExitActor()");
             }
           },
           *shared_args);

@@ -45,6 +45,9 @@ class Runtime {
     throw Error("streaming generators need a cluster (they are not supported in local mode)");
   }
   virtual void DropGenerator(const internal::RefData& task_ref) {}
+  virtual std::vector<internal::RefData> PeekGeneratorItems(const internal::RefData& task_ref, int64_t n) {
+    throw Error("streaming generators need a cluster (they are not supported in local mode)");
+  }
   virtual bool ReportGeneratorItem(internal::ReturnData item) {
     throw Error("streaming generators need a cluster (they are not supported in local mode)");
   }

@@ -297,6 +297,10 @@ void DropGenerator(const RefData& task_ref) {
   if (g_runtime) TheRuntime().DropGenerator(task_ref);
 }
 
+std::vector<RefData> PeekGeneratorItems(const RefData& task_ref, int64_t n) {
+  return TheRuntime().PeekGeneratorItems(task_ref, n);
+}
+
 bool ReportGeneratorItem(ReturnData item) { return TheRuntime().ReportGeneratorItem(std::move(item)); }
 
 void CancelTask(const std::string& object_id, bool force, bool recursive) {

@@ -75,8 +75,14 @@ void TaskReceiver::RunBatch(Batch batch) {
   BatchResults results(*batch.request);
   int unreported = RunInOrder(batch, &results);
   results.MoveInto(batch.reply, unreported);
+  bool retiring = retiring_ && !retire_announced_;
+  if (retiring) {
+    retire_announced_ = true;
+    batch.reply->set_worker_exiting(true);
+  }
   batch.send(grpc::Status::OK);
   if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+  if (retiring && hooks_.on_retire) hooks_.on_retire();
 }
 
 int TaskReceiver::RunInOrder(const Batch& batch, BatchResults* results) {
@@ -342,6 +348,9 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
     std::lock_guard<std::mutex> lock(cancel_mu_);
     running_.erase(spec.task_id());
   }
+  if (spec.max_calls() > 0 && spec.actor_id().empty() && ++calls_of_[spec.function_name()] >= spec.max_calls()) {
+    retiring_ = true;  // its last call: the batch's reply says so
+  }
   if (TakeCancel(spec.task_id()) && result.value().has_error()) {
     // Cancelled while it ran, and it failed (interrupted): it ended cancelled. One that
     // finished anyway keeps its result (its bytes may already be in the store).
@@ -442,7 +451,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     hooks_.set_current_task("", nullptr);
     actor_exited_ = true;
     exit_requested_ = true;
-    return fail(rpc::ACTOR_DIED, "the actor exited: " + spec.function_name() + " called orb::ExitActor()");
+    return fail(rpc::ACTOR_DIED, "the actor exited on purpose (INTENDED_USER_EXIT): " + spec.function_name() + " called orb::ExitActor()");
   } catch (const internal::ArgumentError& e) {
     hooks_.set_current_task("", nullptr);
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());

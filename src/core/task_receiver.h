@@ -35,6 +35,10 @@
 // and answered TASK_CANCELLED however it ends. A running actor call is left to finish
 // (an actor's state must not be torn mid-call, as in Ray), unless it is an async call.
 //
+// max_calls (Ray's): once a function has run its max_calls calls here, the batch's reply
+// says the worker is exiting (PushTasksReply.worker_exiting), so the owner gives the
+// lease back for good; on_retire then ends the process once nothing it owns is needed.
+//
 // GPUs: a batch carries the GPU indices its lease holds; the worker sets
 // CUDA_VISIBLE_DEVICES to them before running it (an actor keeps its creation's).
 #pragma once
@@ -95,6 +99,9 @@ class TaskReceiver {
     // Runs `fn` once after `delay` on another thread (the pool's early reports). Null:
     // a pool's batch reports nothing early.
     std::function<void(std::chrono::milliseconds delay, std::function<void()> fn)> run_after;
+    // A task's function reached its max_calls here: the reply that said so is sent, and
+    // this worker takes no more tasks; it should end once nothing it owns is referenced.
+    std::function<void()> on_retire;
   };
 
   explicit TaskReceiver(Hooks hooks)
@@ -195,6 +202,11 @@ class TaskReceiver {
   std::unordered_map<std::string, std::unique_ptr<ThreadPool>> group_pools_;  // named groups
   rpc::TaskSpec actor_creation_;  // its calls run under its placement and resources
   std::atomic<bool> exit_requested_{false};
+  // max_calls: calls run per function name (normal tasks run on one thread, in order);
+  // retiring_ once one reached its limit, retire_announced_ once a reply said so.
+  std::unordered_map<std::string, int> calls_of_;
+  bool retiring_ = false;
+  bool retire_announced_ = false;
   std::atomic<bool> actor_exited_{false};  // a call ran orb::ExitActor(): later calls fail
   bool set_visible_gpus_ = false;
   std::vector<std::string> gpu_env_set_;  // the names SetLeaseEnv set from gpu_env

@@ -145,7 +145,8 @@ void TaskSubmitter::Pump(const std::string& key) {
       if (!lease.used && !queue.pending.empty()) PushBatch(key, lease, 1);
       continue;
     }
-    while (!queue.pending.empty() && lease.batches_in_flight < options_.max_batches_in_flight) {
+    while (!queue.pending.empty() && lease.batches_in_flight < options_.max_batches_in_flight &&
+           !lease.holds_max_calls_task) {
       int share = static_cast<int>(queue.pending.size()) / std::max(1, expected_workers * options_.max_batches_in_flight);
       PushBatch(key, lease, std::clamp(share, 1, options_.max_batch));
     }
@@ -276,11 +277,15 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
     // one that kills workers, it alone is charged for it.
     bool suspect = queue.suspects.count(queue.pending.front()->task_id()) > 0;
     if (suspect && !batch.empty()) break;
+    // A task with max_calls goes alone, and last: its worker may end after it.
+    bool limited = queue.pending.front()->max_calls() > 0;
+    if (limited && !batch.empty()) break;
+    lease.holds_max_calls_task = limited;
     batch.push_back(*queue.pending.front());
     queue.pending.pop_front();
     if (options_.events) options_.events->RecordSpec(batch.back(), rpc::SUBMITTED_TO_WORKER);
     *request.add_tasks() = batch.back();
-    if (suspect) break;
+    if (suspect || limited) break;
   }
   lease.batches_in_flight++;
   lease.used = true;
@@ -298,15 +303,16 @@ void TaskSubmitter::PushBatch(const std::string& key, Lease& lease, int batch_si
           // next task can then go out from its own thread at once.
           {
             Locked lock(mu_);
-            OnBatchDone(key, lease_id, remaining, status);
+            OnBatchDone(key, lease_id, remaining, status, reply.worker_exiting());
           }
           CompleteBatch(remaining, reply);
           return;
         }
+        bool exiting = status.ok() && reply.worker_exiting();
         if (status.ok()) CompleteBatch(remaining, reply);
-        loop_->Post([this, key, lease_id, remaining = std::move(remaining), status]() mutable {
+        loop_->Post([this, key, lease_id, remaining = std::move(remaining), status, exiting]() mutable {
           Locked lock(mu_);
-          OnBatchDone(key, lease_id, std::move(remaining), status);
+          OnBatchDone(key, lease_id, std::move(remaining), status, exiting);
         });
       });
 }
@@ -353,14 +359,21 @@ void TaskSubmitter::CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::
 }
 
 void TaskSubmitter::OnBatchDone(const std::string& key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
-                                const absl::Status& status) {
+                                const absl::Status& status, bool worker_exiting) {
   ShapeQueue& queue = queues_[key];
   auto lease_it = queue.leases.find(lease_id);
   if (status.ok()) {
     for (const auto& spec : batch) queue.suspects.erase(spec.task_id());
     if (lease_it != queue.leases.end()) {
       lease_it->second.batches_in_flight--;
-      if (queue.spread() && lease_it->second.batches_in_flight == 0) {
+      lease_it->second.holds_max_calls_task = false;
+      if (worker_exiting) {
+        // Its worker ran a function's max_calls-th call and ends: the lease goes back
+        // for good (the raylet never hands that worker out again).
+        std::shared_ptr<RpcClient<rpc::RayletService>> raylet = lease_it->second.raylet;
+        queue.leases.erase(lease_it);
+        ReturnLease(raylet, lease_id, /*worker_failed=*/false, /*worker_exiting=*/true);
+      } else if (queue.spread() && lease_it->second.batches_in_flight == 0) {
         // Its task ran: the lease goes back, and the next task is placed anew.
         std::shared_ptr<RpcClient<rpc::RayletService>> raylet = lease_it->second.raylet;
         queue.leases.erase(lease_it);
@@ -495,10 +508,11 @@ void TaskSubmitter::SetIdleTimer(const std::string& key, Lease& lease, std::chro
 }
 
 void TaskSubmitter::ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
-                                bool worker_failed) {
+                                bool worker_failed, bool worker_exiting) {
   rpc::ReturnWorkerRequest request;
   request.set_lease_id(lease_id.Binary());
   request.set_worker_failed(worker_failed);
+  request.set_worker_exiting(worker_exiting);
   raylet->Call<rpc::ReturnWorkerReply>(
       ORB_RPC(ReturnWorker), request, [](const absl::Status&, rpc::ReturnWorkerReply&&) {}, CallOptions::Retried());
 }

@@ -95,6 +95,9 @@ class TaskSubmitter {
     std::chrono::steady_clock::time_point idle_since;
     bool idle_timer_set = false;
     bool used = false;  // has run a batch (a SPREAD lease runs one task, then goes back)
+    // A task with max_calls is in flight on it: nothing more goes there until it ends
+    // (its worker may end after it).
+    bool holds_max_calls_task = false;
   };
   struct ShapeQueue {
     std::map<std::string, double> resources;
@@ -129,8 +132,9 @@ class TaskSubmitter {
   bool RetryOnError(const rpc::TaskSpec& spec, const rpc::TaskResult& result);
   void CompleteBatch(const std::vector<rpc::TaskSpec>& batch, rpc::PushTasksReply& reply);
   // Lease bookkeeping after a batch; on failure, returns the lease, then OnWorkerLost.
+  // `worker_exiting`: the worker said it ends (max_calls): the lease goes back for good.
   void OnBatchDone(const std::string& shape_key, const LeaseID& lease_id, std::vector<rpc::TaskSpec> batch,
-                   const absl::Status& status);
+                   const absl::Status& status, bool worker_exiting = false);
   // The worker running `batch` (the tasks without results) ended for `cause`: retries or
   // fails them (as OUT_OF_MEMORY when `type` says it was killed for memory).
   void OnWorkerLost(const std::string& shape_key, std::vector<rpc::TaskSpec> batch, const std::string& cause,
@@ -142,7 +146,7 @@ class TaskSubmitter {
   // Returns the lease once it has been idle for lease_idle; `after`: when to look.
   void SetIdleTimer(const std::string& shape_key, Lease& lease, std::chrono::milliseconds after);
   void ReturnLease(const std::shared_ptr<RpcClient<rpc::RayletService>>& raylet, const LeaseID& lease_id,
-                   bool worker_failed);
+                   bool worker_failed, bool worker_exiting = false);
   // Complete and Fail are thread-safe.
   // `more`: the values of returns 2..num_returns.
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value, MoreReturnValues more = {});

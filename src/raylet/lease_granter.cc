@@ -439,7 +439,7 @@ WorkerID LeaseGranter::WorkerOfLease(const LeaseID& lease_id) const {
   return WorkerID();
 }
 
-void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
+void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed, bool worker_exiting) {
   auto it = leases_.find(lease_id);
   spdlog::debug("lease {} returned{}", lease_id.Hex().substr(0, 8), worker_failed ? " (worker failed)" : "");
   if (it == leases_.end()) return;  // already released (the worker died first)
@@ -450,6 +450,8 @@ void LeaseGranter::ReturnLease(const LeaseID& lease_id, bool worker_failed) {
   gpus_.Release(lease.gpus);
   if (worker_failed) {
     pool_->Kill(lease.worker);
+  } else if (worker_exiting) {
+    pool_->Retire(lease.worker);
   } else {
     pool_->PushIdle(lease.worker);
   }

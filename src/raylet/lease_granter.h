@@ -87,7 +87,9 @@ class LeaseGranter {
                LeaseGranterOptions options, NodeTypeFetcher fetch_node_types = nullptr);
 
   void RequestLease(const rpc::RequestWorkerLeaseRequest& request, LeaseCallback callback);
-  void ReturnLease(const LeaseID& lease, bool worker_failed);
+  // `worker_failed`: its holder saw the worker die (it is killed); `worker_exiting`: it
+  // ends by itself (max_calls: never reused). Else it is idle again.
+  void ReturnLease(const LeaseID& lease, bool worker_failed, bool worker_exiting = false);
   // The worker a lease runs on (or ran on, when its worker died lately: its holder may
   // return it after the raylet saw the death); nil when the lease is not known.
   WorkerID WorkerOfLease(const LeaseID& lease) const;

@@ -427,7 +427,7 @@ void Raylet::HandleCancelWorkerLease(const rpc::CancelWorkerLeaseRequest& req, r
 void Raylet::HandleReturnWorker(const rpc::ReturnWorkerRequest& req, rpc::ReturnWorkerReply* reply, SendReply send) {
   LeaseID lease = LeaseID::FromBinary(req.lease_id());
   WorkerID worker = lease_granter_->WorkerOfLease(lease);
-  lease_granter_->ReturnLease(lease, req.worker_failed());
+  lease_granter_->ReturnLease(lease, req.worker_failed(), req.worker_exiting());
   if (!req.worker_failed()) return send(grpc::Status::OK);
   // The caller lost the worker: answer once the process is seen to end (a crashed one
   // is reaped within a moment), saying how — "killed by signal 9", not "Socket closed".

@@ -186,6 +186,12 @@ void WorkerPool::Kill(const WorkerID& id) {
   // ReapDead() collects it and reports the death.
 }
 
+void WorkerPool::Retire(const WorkerID& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.is_driver) return;
+  it->second.state = WorkerProcess::State::kLeased;  // never handed out again; ReapDead sees it end
+}
+
 void WorkerPool::KillForMemory(const WorkerID& id, const std::string& why) {
   auto it = workers_.find(id);
   if (it == workers_.end() || it->second.is_driver) return;

@@ -96,6 +96,8 @@ class WorkerSupply {
   virtual WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind) = 0;
   virtual void PushIdle(const WorkerID& id) = 0;
   virtual void Kill(const WorkerID& id) = 0;
+  // The worker ends by itself (max_calls): it is never handed out again.
+  virtual void Retire(const WorkerID& id) = 0;
   virtual void StopWorkersOf(const JobID& job) = 0;
   virtual int NumStarting(const JobID& job, const WorkerKind& kind) const = 0;
   virtual int NumStartingTotal() const = 0;
@@ -120,6 +122,7 @@ class WorkerPool : public WorkerSupply {
   WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {}) override;
   void PushIdle(const WorkerID& id) override;
   void Kill(const WorkerID& id) override;
+  void Retire(const WorkerID& id) override;
   // Kills a worker to free the node's memory; its exit reads `why`, as OUT_OF_MEMORY.
   void KillForMemory(const WorkerID& id, const std::string& why);
   // Reaps exited children and forgets dead drivers, calling on_death for each.

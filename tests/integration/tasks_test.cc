@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -74,8 +75,12 @@ int HangOnce(std::string marker) {
   return 11;
 }
 
+int Pid(int) { return static_cast<int>(::getpid()); }
+// A task made by a task: owned by the worker that ran MakesChild.
+orb::ObjectRef<int> MakesChild(int ms) { return orb::Task(SleepMs).Remote(ms); }
+
 ORB_REMOTE(Plus, Concat, Range, SumVector, Throws, SleepMs, NestedSum, DieOnce, AlwaysDie, WhereAmI, HangOnce,
-           FlakyThrows);
+           FlakyThrows, Pid, MakesChild);
 
 // Overloads with more parameters beside the one a program names (Ray's RAY_FUNC picks by
 // parameter types).
@@ -248,6 +253,28 @@ TEST_CASE("SetRetryExceptions reruns a task that throws, within max_retries", "[
                     Catch::Contains("flaky attempt 2"));  // the last attempt's error
   CHECK_THROWS_WITH(orb::Task(FlakyThrows).Remote(dir + "/c", 1).Get(30000), Catch::Contains("flaky attempt 1"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SetMaxCalls: a worker ends after its calls, once nothing it owns is needed", "[tasks]") {
+  orb::testing::EnsureCluster(TestConfig());
+  std::vector<orb::ObjectRef<int>> refs;
+  for (int i = 0; i < 4; ++i) refs.push_back(orb::Task(Pid).SetMaxCalls(1).Remote(i));
+  std::set<int> pids;
+  for (auto& ref : refs) pids.insert(*ref.Get(60000));
+  CHECK(pids.size() == 4);  // each call in a fresh process
+  auto gone = [](int pid) {
+    for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return ::kill(pid, 0) != 0;
+  };
+  for (int pid : pids) CHECK(gone(pid));
+  std::map<int, int> calls_by_pid;
+  for (int i = 0; i < 4; ++i) calls_by_pid[*orb::Task(Pid).SetMaxCalls(2).Remote(i).Get(60000)]++;
+  CHECK(calls_by_pid.size() >= 2);
+  for (const auto& [pid, calls] : calls_by_pid) CHECK(calls <= 2);  // no process ran a third
+  // The worker that made a child task's result waits while the caller still needs it.
+  auto inner = orb::Task(MakesChild).SetMaxCalls(1).Remote(1500).Get(60000);
+  CHECK(*inner->Get(60000) == 1500);
+  CHECK_THROWS_WITH(orb::Task(Pid).SetMaxCalls(-1).Remote(0), Catch::Contains("max_calls must be >= 0"));
 }
 
 TEST_CASE("Get with a timeout throws GetTimeoutError; Wait splits ready from unready", "[objects]") {

@@ -37,6 +37,7 @@ class FakeWorkers : public WorkerSupply {
   }
   void PushIdle(const WorkerID& id) override { workers_[id].state = WorkerProcess::State::kIdle; }
   void Kill(const WorkerID& id) override { workers_.erase(id); }
+  void Retire(const WorkerID& id) override { retired.push_back(id); }
   void StopWorkersOf(const JobID&) override {}
   int NumStarting(const JobID& job, const WorkerKind& kind) const override {
     int n = 0;
@@ -60,6 +61,7 @@ class FakeWorkers : public WorkerSupply {
     }
   }
   int started = 0;
+  std::vector<WorkerID> retired;
 
  private:
   std::map<WorkerID, WorkerProcess> workers_;
@@ -213,6 +215,37 @@ TEST_CASE("a cancelled request is answered canceled, starts nothing and leaves t
   CHECK(h.Demand() == 0);
   CHECK(h.workers_.started == 1);
   CHECK(h.On([&] { return h.granter_->stats().canceled; }) == 3);
+}
+
+TEST_CASE("a lease returned with its worker exiting frees its CPU and retires the worker", "[lease]") {
+  Harness h(1);
+  h.Request(1, 1);
+  h.Settle();
+  h.On([&] {
+    h.workers_.FinishStarting();
+    h.granter_->Dispatch();
+    return 0;
+  });
+  REQUIRE(h.Reply(1).has_value());
+  REQUIRE(Granted(*h.Reply(1)));
+  h.Request(2, 1);  // waits for the one CPU
+  h.Settle();
+  CHECK_FALSE(h.Reply(2).has_value());
+  LeaseID lease = LeaseID::FromBinary(h.Reply(1)->lease_id());
+  WorkerID worker = WorkerID::FromBinary(h.Reply(1)->worker_address().worker_id());
+  h.On([&] {
+    h.granter_->ReturnLease(lease, /*worker_failed=*/false, /*worker_exiting=*/true);
+    return 0;
+  });
+  CHECK(h.workers_.retired == std::vector<WorkerID>{worker});
+  h.On([&] {
+    h.workers_.FinishStarting();
+    h.granter_->Dispatch();
+    return 0;
+  });
+  REQUIRE(h.Reply(2).has_value());
+  CHECK(Granted(*h.Reply(2)));
+  CHECK(h.Reply(2)->worker_address().worker_id() != worker.Binary());  // a new worker, not the retired one
 }
 
 TEST_CASE("queued requests go to nodes that join, one per node with room", "[lease]") {

@@ -118,7 +118,7 @@ TEST_CASE("generator items reach the reader in order, once each, and the stream 
   CHECK_FALSE(table.IsOwned(got));
 }
 
-TEST_CASE("backpressure holds the generator until its reader catches up; a dropped reader stops it",
+TEST_CASE("backpressure holds the generator until its reader catches up; a dropped reader releases it",
           "[generator_streams]") {
   ObjectTable table([](const ObjectID&, const std::string&) {});
   GeneratorStreams streams(&table);
@@ -150,13 +150,66 @@ TEST_CASE("backpressure holds the generator until its reader catches up; a dropp
   ObjectID unread_1 = ObjectID::ForTaskReturn(TaskID::FromBinary(spec.task_id()), 3);
   ObjectID unread_2 = ObjectID::ForTaskReturn(TaskID::FromBinary(spec.task_id()), 4);
   REQUIRE(table.IsOwned(unread_1));
+  // A wait only looks: the item stays unread, the generator still waits.
+  CHECK(streams.Read(spec.task_id(), Soon(), nullptr) == GeneratorStreams::Next::kItem);
+  CHECK(answered[2] == -1);
   streams.Drop(spec.task_id());
-  CHECK(answered[2] == 1);  // told to stop
+  CHECK(answered[2] == 0);  // released: it runs on, as Ray's
   CHECK_FALSE(table.IsOwned(unread_1));
   CHECK_FALSE(table.IsOwned(unread_2));
   item(3);
-  CHECK(answered[3] == 1);
+  CHECK(answered[3] == 0);
   CHECK_FALSE(table.IsOwned(ObjectID::ForTaskReturn(TaskID::FromBinary(spec.task_id()), 5)));
   table.SetReady(ObjectID::FromBinary(spec.return_id()), Inline("4"));
   CHECK(streams.size() == 0);
+}
+
+TEST_CASE("items peeked ahead become the item when it comes, else the task's end", "[generator_streams]") {
+  ObjectTable table([](const ObjectID&, const std::string&) {});
+  GeneratorStreams streams(&table);
+  auto stream_of = [&] {
+    rpc::TaskSpec spec = SpecWithReturns(1);
+    spec.set_streaming(true);
+    table.AddPending(ObjectID::FromBinary(spec.return_id()));
+    streams.Add(spec);
+    return spec;
+  };
+  auto item = [&](const rpc::TaskSpec& spec, int64_t index, const std::string& value) {
+    rpc::ReportGeneratorItemRequest request;
+    request.set_task_id(spec.task_id());
+    request.set_index(index);
+    *request.mutable_value() = Inline(value);
+    streams.OnItem(request, [](bool) {});
+  };
+  // Ended well after one item: the second peeked is the end of the stream.
+  rpc::TaskSpec ok = stream_of();
+  std::vector<ObjectID> peeked = streams.Peek(ok.task_id(), 2);
+  REQUIRE(peeked.size() == 2);
+  CHECK_FALSE(table.GetIfReady(peeked[0]));
+  item(ok, 0, "zero");
+  CHECK(ValueOf(table, peeked[0]) == "zero");
+  CHECK_FALSE(table.GetIfReady(peeked[1]));
+  table.SetReady(ObjectID::FromBinary(ok.return_id()), Inline("1"));
+  REQUIRE(table.GetIfReady(peeked[1]));
+  CHECK(table.GetIfReady(peeked[1])->error().type() == rpc::END_OF_STREAM);
+  ObjectID got;
+  REQUIRE(streams.Read(ok.task_id(), Soon(), &got) == GeneratorStreams::Next::kItem);
+  CHECK(got == peeked[0]);  // the same item, once
+  CHECK(streams.Read(ok.task_id(), Soon(), &got) == GeneratorStreams::Next::kEnd);
+  for (const ObjectID& id : peeked) table.RemoveLocalRef(id);
+  table.RemoveLocalRef(peeked[0]);  // the read's hold
+  CHECK_FALSE(table.IsOwned(peeked[0]));
+  CHECK_FALSE(table.IsOwned(peeked[1]));
+  // Failed: what was peeked, or is peeked after, is the task's error.
+  rpc::TaskSpec failing = stream_of();
+  std::vector<ObjectID> early = streams.Peek(failing.task_id(), 1);
+  rpc::ObjectValue cancelled;
+  cancelled.mutable_error()->set_type(rpc::TASK_CANCELLED);
+  cancelled.mutable_error()->set_message("cancelled");
+  table.SetReady(ObjectID::FromBinary(failing.return_id()), cancelled);
+  CHECK(table.GetIfReady(early[0])->error().type() == rpc::TASK_CANCELLED);
+  std::vector<ObjectID> late = streams.Peek(failing.task_id(), 2);
+  CHECK(late[0] == early[0]);
+  CHECK(table.GetIfReady(late[1])->error().type() == rpc::TASK_CANCELLED);
+  CHECK(streams.Peek("not a stream", 1).empty());
 }

@@ -80,6 +80,8 @@ struct TaskOptionsData {
   // allowlist's classes when it is given (Python: a pickled tuple of exception classes).
   bool retry_exceptions = false;
   std::string retry_exception_allowlist;
+  // A worker ends after this many calls of the function (0: no limit; Ray's max_calls).
+  int max_calls = 0;
 };
 
 // How an actor is created: where it runs (as for a task; no resources by default, so
@@ -169,8 +171,8 @@ void SetMoreReturns(std::vector<ReturnData> values);
 
 // Streaming generators. Inside a running task: whether it streams; then each item it
 // yields goes to its owner with ReportGeneratorItem, which returns once the owner has it
-// (under backpressure, once the reader caught up) — true when nobody reads the stream
-// any more and the generator may stop.
+// (under backpressure, once the reader caught up) — true when the owner knows no such
+// stream (it is gone) and the generator may stop.
 bool CurrentTaskStreams();
 bool ReportGeneratorItem(ReturnData item);
 // The owner's reader of a streaming task (`task_ref`: the task's own ref, from
@@ -181,8 +183,13 @@ bool ReportGeneratorItem(ReturnData item);
 // taken, which is what backpressure waits for).
 enum class GeneratorNext { kItem, kEnd, kTimedOut };
 GeneratorNext NextGeneratorItem(const RefData& task_ref, int64_t timeout_ms, RefData* item);
-// The reader is gone: unread items are let go, and the generator is told to stop.
+// The reader is gone: unread items are let go, and the generator runs on to its end
+// (released from backpressure), each later item let go at once, as in Ray.
 void DropGenerator(const RefData& task_ref);
+// The reader's next `n` items without taking them (Python's _get_next_ref_n), each ref
+// holding one local reference: an item not made yet is its ref once made — or, if the
+// task ends first, its error (ObjectRefStreamEndOfStreamError when it ended well).
+std::vector<RefData> PeekGeneratorItems(const RefData& task_ref, int64_t n);
 // While one lives on this thread, borrows are registered in one batch at its end.
 class BorrowScope {
  public:
