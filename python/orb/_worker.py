@@ -163,6 +163,9 @@ class Executor:
         except _core.ActorExit:  # exit_actor(): a graceful end too
             _run_exit_handlers()
             raise
+        except SystemExit:  # sys.exit() in an actor ends the actor, as in Ray
+            _run_exit_handlers()
+            raise _core.ActorExit() from None
         except Exception as e:
             return serialize_error(qualified, e)
         finally:

@@ -1,6 +1,7 @@
 """Actors on Python workers: ordered calls, names, restarts, async methods, handles."""
 import asyncio
 import os
+import sys
 import threading
 import time
 
@@ -358,3 +359,35 @@ def test_a_call_waiting_for_its_argument_does_not_hold_other_callers_calls(embed
     assert orb.get(through.remote(sink, 0), timeout=30) == "slow"
     assert time.time() - started < 8, "a call waited behind another caller's slow argument"
     assert orb.get(slow, timeout=60) == "slow"
+
+
+@orb.remote
+def pid_after_get(refs):
+    assert all(len(v) == 1 << 21 for v in orb.get(refs))
+    return os.getpid()
+
+
+def test_a_task_whose_arguments_are_ready_keeps_its_cpu_in_get(embedded):
+    # Its get finds them ready without waiting, so it lends no CPU, and no other
+    # worker is started for the next tasks (Ray's test_release_resources_race).
+    refs = [orb.put(b"x" * (1 << 21)) for _ in range(5)]
+    pids = set(orb.get([pid_after_get.remote(refs) for _ in range(200)], timeout=120))
+    assert len(pids) <= 2, pids
+
+
+@orb.remote(num_cpus=0)
+class Quitter:
+    def quit(self):
+        sys.exit(0)
+
+    def hello(self):
+        return "hello"
+
+
+def test_sys_exit_in_an_actor_ends_the_actor(embedded):
+    q = Quitter.remote()
+    assert orb.get(q.hello.remote()) == "hello"
+    with pytest.raises(ActorDiedError, match="INTENDED_USER_EXIT"):
+        orb.get(q.quit.remote(), timeout=30)
+    with pytest.raises(ActorDiedError):
+        orb.get(q.hello.remote(), timeout=30)

@@ -261,6 +261,10 @@ class CoreWorker : public Runtime {
   // Long-polls `owner` for borrowed object `id` until it is ready or `deadline`.
   void PollOwner(std::shared_ptr<WaitState> state, size_t index, const ObjectID& id, const std::string& owner,
                  std::chrono::steady_clock::time_point deadline);
+  // Asks the owners of refs[i] (i in `borrowed`) once, answered at once, which are ready
+  // (or lost: Get says so); `ready` with those marked. A wait with no time to wait.
+  std::vector<bool> PollOwnersOnce(const std::vector<internal::RefData>& refs, const std::vector<size_t>& borrowed,
+                                   std::vector<bool> ready);
   void SetBlocked(bool blocked);
   std::string OwnerString() const;
   // Stores return `id` of the task `spec` runs here for its caller (inline or in the

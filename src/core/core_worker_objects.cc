@@ -3,6 +3,8 @@
 // objects from lineage, and the owner's side of it (GetObjectStatus, ListOwnedObjects).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <future>
 #include <set>
 
@@ -197,6 +199,11 @@ std::vector<std::shared_ptr<internal::ValueBuffer>> CoreWorker::Get(const std::v
       break;
     }
   }
+  if (!all_ready && !options_.is_driver) {
+    // Borrowed objects (a task's arguments) are usually ready: lend the CPU only to wait.
+    std::vector<bool> ready = Wait(refs, static_cast<int>(refs.size()), 0);
+    all_ready = std::all_of(ready.begin(), ready.end(), [](bool r) { return r; });
+  }
   bool blocked = !all_ready && !options_.is_driver;
   if (blocked) SetBlocked(true);
   try {
@@ -227,7 +234,10 @@ std::vector<bool> CoreWorker::Wait(const std::vector<internal::RefData>& refs, i
     ready[i] = objects_->GetIfReady(id) != nullptr;
     have += ready[i];
   }
-  if (have >= static_cast<size_t>(num_objects) || timeout_ms == 0) return ready;  // nothing to wait for
+  if (have >= static_cast<size_t>(num_objects)) return ready;  // nothing to wait for
+  // No time to wait: borrowed objects are asked about once (a task's arguments are
+  // usually ready: its get or wait then lends no CPU and starts no other worker).
+  if (timeout_ms == 0) return borrowed.empty() ? ready : PollOwnersOnce(refs, borrowed, std::move(ready));
   // While it waits, a worker lends its CPU (the objects may need it), as Get does.
   struct LentCpu {
     CoreWorker* worker;
@@ -264,6 +274,39 @@ std::vector<bool> CoreWorker::Wait(const std::vector<internal::RefData>& refs, i
     if (!ready[i]) ready[i] = objects_->GetIfReady(ObjectID::FromBinary(refs[i].id)) != nullptr;
   }
   return ready;
+}
+
+std::vector<bool> CoreWorker::PollOwnersOnce(const std::vector<internal::RefData>& refs,
+                                             const std::vector<size_t>& borrowed, std::vector<bool> ready) {
+  struct Poll {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t answered = 0;      // guarded by mu
+    std::vector<bool> ready;  // guarded by mu
+  };
+  auto poll = std::make_shared<Poll>();
+  poll->ready = std::move(ready);
+  for (size_t i : borrowed) {
+    rpc::GetObjectStatusRequest request;
+    request.set_object_id(refs[i].id);
+    request.set_wait_ms(0);
+    CallOptions call;
+    call.timeout = std::chrono::milliseconds(2000);
+    worker_clients_->Get(refs[i].owner)
+        ->Call<rpc::GetObjectStatusReply>(
+            ORB_RPC(GetObjectStatus), request,
+            [poll, i](const absl::Status& status, rpc::GetObjectStatusReply&& reply) {
+              std::lock_guard<std::mutex> lock(poll->mu);
+              // Ready, or lost (its owner gone, or no longer having it): Get says which.
+              if (!status.ok() || reply.status() != rpc::GetObjectStatusReply::PENDING) poll->ready[i] = true;
+              poll->answered++;
+              poll->cv.notify_all();
+            },
+            call);
+  }
+  std::unique_lock<std::mutex> lock(poll->mu);
+  poll->cv.wait_for(lock, std::chrono::milliseconds(2500), [&] { return poll->answered == borrowed.size(); });
+  return poll->ready;
 }
 
 void CoreWorker::PollOwner(std::shared_ptr<WaitState> state, size_t index, const ObjectID& id, const std::string& owner,
