@@ -109,6 +109,14 @@ class Harness {
   void Settle() {
     for (int i = 0; i < 3; ++i) On([] { return 0; });
   }
+  // The workers being started are up: what waited for them is granted.
+  void WorkersStarted() {
+    On([&] {
+      workers_.FinishStarting();
+      granter_->Dispatch();
+      return 0;
+    });
+  }
 
   // Asks for a lease of `cpus`; its reply lands in replies[request_id].
   void Request(uint64_t request_id, double cpus, bool spilled_here = false, const WorkerID& requester = Requester()) {
@@ -184,11 +192,7 @@ TEST_CASE("a burst of lease requests starts no more workers than the node can ru
   h.Settle();
   CHECK(h.workers_.started == 2);
   CHECK(h.Queued() == 10);
-  h.On([&] {
-    h.workers_.FinishStarting();
-    h.granter_->Dispatch();
-    return 0;
-  });
+  h.WorkersStarted();
   CHECK(h.CountReplies(Granted) == 2);
   CHECK(h.workers_.started == 2);  // the other 8 wait for CPU, not for workers
 }
@@ -221,11 +225,7 @@ TEST_CASE("a lease returned with its worker exiting frees its CPU and retires th
   Harness h(1);
   h.Request(1, 1);
   h.Settle();
-  h.On([&] {
-    h.workers_.FinishStarting();
-    h.granter_->Dispatch();
-    return 0;
-  });
+  h.WorkersStarted();
   REQUIRE(h.Reply(1).has_value());
   REQUIRE(Granted(*h.Reply(1)));
   h.Request(2, 1);  // waits for the one CPU
@@ -238,11 +238,7 @@ TEST_CASE("a lease returned with its worker exiting frees its CPU and retires th
     return 0;
   });
   CHECK(h.workers_.retired == std::vector<WorkerID>{worker});
-  h.On([&] {
-    h.workers_.FinishStarting();
-    h.granter_->Dispatch();
-    return 0;
-  });
+  h.WorkersStarted();
   REQUIRE(h.Reply(2).has_value());
   CHECK(Granted(*h.Reply(2)));
   CHECK(h.Reply(2)->worker_address().worker_id() != worker.Binary());  // a new worker, not the retired one
@@ -278,11 +274,7 @@ TEST_CASE("requests another raylet sent here move on when this node cannot serve
   Harness h(2);
   h.Request(1, 2, /*spilled_here=*/true);
   h.Settle();
-  h.On([&] {
-    h.workers_.FinishStarting();
-    h.granter_->Dispatch();
-    return 0;
-  });
+  h.WorkersStarted();
   REQUIRE(h.Reply(1).has_value());
   CHECK(Granted(*h.Reply(1)));
   // Two more land here while the node is full: they queue...
