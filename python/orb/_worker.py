@@ -314,15 +314,23 @@ class Executor:
             return self._loop
 
 
+_class_attributes = {}  # (actor class, name) -> what the class defines under it (None: nothing)
+
+
 def _method_of(instance, name):
     """The method `name` as the class defines it, bound to the instance, as Ray looks
     methods up: an instance attribute of the same name (a method `reported` beside
-    `self.reported = set()`) does not hide it."""
+    `self.reported = set()`) does not hide it. The class is searched once per name."""
     cls = type(instance)
-    try:
-        found = inspect.getattr_static(cls, name)
-    except AttributeError:
-        found = None
+    key = (cls, name)
+    if key in _class_attributes:
+        found = _class_attributes[key]
+    else:
+        try:
+            found = inspect.getattr_static(cls, name)
+        except AttributeError:
+            found = None
+        _class_attributes[key] = found
     if found is not None and hasattr(found, "__get__"):
         method = found.__get__(instance, cls)
     else:
