@@ -21,14 +21,13 @@
     c = Counter.remote()
     orb.get(c.incr.remote())                        # 1
 """
-import json
 import os
 import site
 import sys
 import sysconfig
 import threading
 
-from orb import _core, _export
+from orb import _core, _export, _options
 from orb import exceptions
 from orb import util  # noqa: F401
 from orb._core import ObjectRef
@@ -115,7 +114,7 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                object_store_memory=int(object_store_memory or 0), local_mode=False,
                code_search_path=[os.path.abspath(p) for p in (code_search_path or [])],
                prestart_workers=prestart_workers,
-               runtime_env=json.dumps(runtime_env, sort_keys=True) if runtime_env else "")
+               runtime_env=_options.runtime_env_json(runtime_env) if runtime_env else "")
     return _context()
 
 
@@ -273,7 +272,6 @@ def remote(*args, **options):
 def method(**options):
     """Ray's @ray.method: default options for calls of one actor method, as
     `.options()` takes them (num_returns=2: each call returns two refs)."""
-    from orb import _options
     _options.check(options, _options.METHOD_OPTIONS, "@orb.method")
     _options.num_returns(options)
     _options.backpressure(options)
@@ -287,6 +285,8 @@ def method(**options):
 def get_actor(name, namespace=None):
     """The handle of the live actor named `name` (in `namespace`, default the job's);
     ValueError when there is none."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("get_actor() needs an actor's name (a non-empty string), not %r" % (name,))
     _check_initialized("get_actor")
     actor_id = _core.get_named_actor(name, namespace or "")
     if not actor_id:

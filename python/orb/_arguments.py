@@ -65,9 +65,23 @@ def signature_of(function, bound=False):
     return signature
 
 
-def check_call(signature, args, kwargs, name):
-    """TypeError, at the caller, for arguments `name` cannot take."""
+def positional_bounds(signature):
+    """(fewest, most) positional arguments a signature of plain parameters takes with no
+    keywords; None when it has others (keyword-only, *args, **kwargs, positional-only)."""
     if signature is None:
+        return None
+    parameters = list(signature.parameters.values())
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters):
+        return None
+    return sum(p.default is p.empty for p in parameters), len(parameters)
+
+
+def check_call(signature, args, kwargs, name, bounds=None):
+    """TypeError, at the caller, for arguments `name` cannot take. `bounds`, from
+    positional_bounds: a call by position within them needs no binding."""
+    if signature is None:
+        return
+    if bounds is not None and not kwargs and bounds[0] <= len(args) <= bounds[1]:
         return
     try:
         signature.bind(*args, **kwargs)

@@ -228,6 +228,10 @@ def actor_options(options):
     if not options.get("max_restarts") and options.get("max_task_retries"):
         raise ValueError("max_task_retries cannot be set without max_restarts: calls are retried only when the "
                          "actor restarts")
+    if options.get("name") == "":  # as Ray's
+        raise ValueError("Actor name cannot be an empty string: leave name out for an actor without one")
+    if options.get("namespace") == "":
+        raise ValueError("an actor's namespace cannot be an empty string: leave namespace out for the job's")
     if options.get("get_if_exists") and not options.get("name"):
         raise ValueError("get_if_exists needs the actor's name")
     out = {"language": LANGUAGE_PYTHON, "resources": _resources(options, default_cpus=0)}
@@ -254,7 +258,49 @@ def actor_options(options):
 def _runtime_env(env):
     if not isinstance(env, dict):
         raise ValueError("runtime_env must be a dict, not %r" % (env,))
+    return runtime_env_json(env)
+
+
+def runtime_env_json(env):
+    """A runtime_env as the core takes it (JSON). Ray's `py_modules` — packages given as
+    modules or local paths — become directories on the workers' module path (the core's
+    code_search_path): orb does not upload them, so the nodes must see the same paths."""
+    env = dict(env)
+    modules = env.pop("py_modules", None)
+    if modules:
+        if not isinstance(modules, (list, tuple)):
+            raise TypeError("runtime_env py_modules must be a list of modules or local paths, not %r" % (modules,))
+        paths = env.get("code_search_path") or []
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        env["code_search_path"] = paths + [_module_search_path(m) for m in modules]
     return json.dumps(env, sort_keys=True)
+
+
+def _module_search_path(module):
+    """Where a worker finds a py_modules entry: the directory above a package (a module
+    object or a package directory), or a .zip/.whl archive itself."""
+    import os
+    import types
+    if isinstance(module, types.ModuleType):
+        where = getattr(module, "__path__", None)
+        if where:  # a package: the directory that holds it
+            return os.path.dirname(os.path.abspath(list(where)[0]))
+        if not getattr(module, "__file__", None):
+            raise ValueError("runtime_env py_modules: module %r has no file to find it by" % module.__name__)
+        return os.path.dirname(os.path.abspath(module.__file__))
+    if not isinstance(module, (str, os.PathLike)):
+        raise TypeError("runtime_env py_modules entries are modules or local paths, not %r" % (module,))
+    path = os.fspath(module)
+    if "://" in path:
+        raise ValueError("runtime_env py_modules: %s is a URI; orb does not fetch packages, give a path the "
+                         "nodes see" % path)
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return os.path.dirname(path.rstrip(os.sep))
+    if os.path.isfile(path) and path.endswith((".zip", ".whl")):
+        return path
+    raise ValueError("runtime_env py_modules: %s is neither a package directory nor a .zip or .whl archive"
+                     % path)
 
 
 def concurrency_groups(options):

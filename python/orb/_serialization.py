@@ -86,18 +86,27 @@ def _dumps(value, buffer_callback):
     return out.getvalue()
 
 
+# Values of these types hold no code, no buffers and no refs: the C pickler writes them
+# as cloudpickle would, without making a pickler (most task arguments and results).
+_PLAIN = frozenset((type(None), bool, int, float, str, bytes))
+
+
 class Serialized:
     """A value ready to be written: its `size`, `write(memoryview)` to put it there, and
     `refs`, the ObjectRefs pickled inside it (held until the value is stored)."""
 
     def __init__(self, value, what="value", flags=0):
         self._buffers = []
-        try:
-            self._stream = _dumps(value, self._buffers.append)
-        except Exception as e:
-            _core.take_serialized_refs()  # released: the value goes nowhere
-            raise TypeError("orb cannot serialize %s of type %s: %s" % (what, type(value).__name__, e)) from e
-        self.refs = _core.take_serialized_refs()
+        if type(value) in _PLAIN:
+            self._stream = pickle.dumps(value, protocol=5)
+            self.refs = _core.HeldRefs()
+        else:
+            try:
+                self._stream = _dumps(value, self._buffers.append)
+            except Exception as e:
+                _core.take_serialized_refs()  # released: the value goes nowhere
+                raise TypeError("orb cannot serialize %s of type %s: %s" % (what, type(value).__name__, e)) from e
+            self.refs = _core.take_serialized_refs()
         self._flags = flags
         self._raws = [b.raw() for b in self._buffers]
         header = _HEAD.size + _SPAN.size * len(self._raws)

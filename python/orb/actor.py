@@ -7,6 +7,7 @@ As in Ray, an actor with neither a name nor `lifetime="detached"` lives as long 
 handle to it does, in any process: once the last goes (and the calls sent through it
 are done) the actor is killed, and its process and resources are freed."""
 import inspect
+import uuid
 
 from orb import _arguments, _core, _export, _options
 from orb._generator import ObjectRefGenerator
@@ -60,6 +61,50 @@ def _method_signatures(cls, methods):
     return out
 
 
+class _ActorClassMethodMetadata:
+    """What a handle knows of its actor's class: its name, methods, their signatures
+    (where the class is known here: calls are checked before they are sent), their
+    @orb.method options and the concurrency groups. One per class in each process (Ray's
+    cache of the same name): the handles of an actor class, and every handle unpickled
+    here from them, share it."""
+
+    _cache = {}
+    _PROCESS = uuid.uuid4().hex  # keys made here are this process's own
+
+    def __init__(self, key, class_name, methods, signatures, method_options, groups):
+        self.key = key
+        self.class_name = class_name
+        self.methods = methods
+        self.signatures = signatures or {}
+        self.method_options = method_options or {}
+        self.groups = groups
+        self.plans = {}  # method name -> the _CallPlan of its calls with its own options
+
+    @classmethod
+    def of_class(cls, actor_class, backpressure=None, groups=None):
+        key = (cls._PROCESS, id(actor_class), backpressure, tuple(sorted((groups or {}).items())))
+        found = cls._cache.get(key)
+        if found is None:
+            methods = _method_names(actor_class)
+            found = cls._cache[key] = cls(key, actor_class.__qualname__, methods,
+                                          _method_signatures(actor_class, methods),
+                                          _method_options(actor_class, methods, backpressure), groups)
+            found.actor_class = actor_class  # its id() stays this class's while the entry lives
+        return found
+
+    @classmethod
+    def unpickled(cls, key, class_name, methods, method_options, groups):
+        """The metadata a handle pickled elsewhere names (its signatures stay there)."""
+        found = cls._cache.get(key)
+        if found is None:
+            found = cls._cache[key] = cls(key, class_name, methods, None, method_options, groups)
+        return found
+
+    def __reduce__(self):
+        return _ActorClassMethodMetadata.unpickled, (self.key, self.class_name, self.methods, self.method_options,
+                                                     self.groups)
+
+
 # An async actor runs up to this many calls at once unless max_concurrency says (Ray's).
 ASYNC_DEFAULT_CONCURRENCY = 1000
 
@@ -74,16 +119,14 @@ class ActorClass:
         self._core_options["task_name"] = "%s.__init__" % cls.__qualname__
         if "max_concurrency" not in self._options and _is_async_class(cls):
             self._core_options["max_concurrency"] = ASYNC_DEFAULT_CONCURRENCY
-        self._methods = _method_names(cls)
-        self._signatures = _method_signatures(cls, self._methods)
         backpressure = self._options.get("_actor_generator_backpressure_num_objects")
         if backpressure is not None and backpressure != -1 and backpressure < 1:
             raise ValueError("_actor_generator_backpressure_num_objects must be > 0 (or -1: no bound), not %r"
                              % (backpressure,))
-        self._method_options = _method_options(cls, self._methods, backpressure)
-        self._groups = _options.concurrency_groups(self._options)
-        for name, method_options in self._method_options.items():
-            _options.concurrency_group(method_options, self._groups, "%s.%s" % (cls.__qualname__, name))
+        groups = _options.concurrency_groups(self._options)
+        self._meta = _ActorClassMethodMetadata.of_class(cls, backpressure, groups)
+        for name, method_options in self._meta.method_options.items():
+            _options.concurrency_group(method_options, groups, "%s.%s" % (cls.__qualname__, name))
         self._descriptor = None
         self._pickled = None
         self.__name__ = cls.__name__
@@ -126,14 +169,19 @@ class ActorClass:
     def remote(self, *args, **kwargs):
         from orb import _check_initialized
         _check_initialized("remote")
-        if self._options.get("get_if_exists") and self._options.get("name"):
-            found = _core.get_named_actor(self._options["name"], self._options.get("namespace") or "")
-            if found:
+        name = self._options.get("name")
+        if name:
+            found = _core.get_named_actor(name, self._options.get("namespace") or "")
+            if found and self._options.get("get_if_exists"):
                 return self._handle(found)
+            if found:  # as Ray's (the GCS refuses it too, should another caller take the name first)
+                raise ValueError("an actor named %r already exists in namespace %r. Please use a different name, "
+                                 "or get the existing actor with orb.get_actor(%r)"
+                                 % (name, self._options.get("namespace") or _core.namespace(), name))
         if self._descriptor is None:
             self._descriptor, self._pickled = _export.descriptor_of(self._cls)
         _export.export(self._descriptor, self._pickled)
-        _arguments.check_call(self._signatures.get("__init__"), args, kwargs, self._cls.__qualname__)
+        _arguments.check_call(self._meta.signatures.get("__init__"), args, kwargs, self._cls.__qualname__)
         packed = _arguments.pack(args, kwargs, self._cls.__qualname__)
         actor_id = _core.create_actor(self._descriptor, packed, self._core_options)
         # As Ray's: an actor with neither a name nor a detached lifetime lives as long as
@@ -142,8 +190,7 @@ class ActorClass:
         return self._handle(actor_id, _core.track_actor(actor_id) if collected else None)
 
     def _handle(self, actor_id, lifetime_ref=None):
-        return ActorHandle(actor_id, self._cls.__qualname__, self._methods, self._signatures, self._method_options,
-                           lifetime_ref, self._groups)
+        return ActorHandle(actor_id, self._meta, lifetime_ref)
 
     def __reduce__(self):
         return ActorClass, (self._cls, self._options)
@@ -152,11 +199,30 @@ class ActorClass:
 def handle_of(actor_id, cls):
     """A handle to actor `actor_id` (binary) of class `cls` (None: not known here) that
     does not keep the actor alive."""
-    if cls is None:
-        return ActorHandle(actor_id, "")
-    methods = _method_names(cls)
-    return ActorHandle(actor_id, cls.__qualname__, methods, _method_signatures(cls, methods),
-                       _method_options(cls, methods))
+    return ActorHandle(actor_id, _ActorClassMethodMetadata.of_class(cls) if cls is not None else None)
+
+
+class _CallPlan:
+    """What every call of one method with one set of options sends, worked out once: its
+    name, the signature its arguments are checked against, its returns and the core's
+    options."""
+
+    def __init__(self, meta, method, options):
+        class_name = meta.class_name
+        self.name = "%s.%s" % (class_name, method)
+        self.signature = meta.signatures.get(method)
+        self.bounds = _arguments.positional_bounds(self.signature)
+        self.num_returns = _options.num_returns(options)
+        core = {"language": _options.LANGUAGE_PYTHON}
+        core.update(_options.returns_options(options))
+        group = _options.concurrency_group(options, meta.groups, self.name)
+        if group:
+            core["concurrency_group"] = group
+        if options.get("name"):
+            core["name"] = str(options["name"])
+        else:  # Ray's name for a call: Class.method
+            core["name"] = self.name if class_name else method
+        self.core_options = core
 
 
 class ActorMethod:
@@ -164,37 +230,35 @@ class ActorMethod:
         self._handle = handle
         self._name = name
         self._options = options or {}
-        self._num_returns = _options.num_returns(self._options)
+        self._plan = None
+
+    def _call_plan(self):
+        if self._plan is None:
+            meta = self._handle._meta
+            if self._options is meta.method_options.get(self._name, {}) or not self._options:
+                plan = meta.plans.get(self._name)  # the method's own options: one plan per class
+                if plan is None:
+                    plan = meta.plans[self._name] = _CallPlan(meta, self._name, self._options)
+            else:
+                plan = _CallPlan(meta, self._name, self._options)
+            self._plan = plan
+        return self._plan
 
     def remote(self, *args, **kwargs):
-        name = "%s.%s" % (self._handle._class_name, self._name)
-        _arguments.check_call(self._handle._signatures.get(self._name), args, kwargs, name)
-        packed = _arguments.pack(args, kwargs, name, dynamic_returns=self._num_returns == _options.DYNAMIC)
-        refs = _core.submit_actor_task(self._handle._actor_id, self._name, packed, self._core_options(),
+        plan = self._call_plan()
+        _arguments.check_call(plan.signature, args, kwargs, plan.name, plan.bounds)
+        packed = _arguments.pack(args, kwargs, plan.name, dynamic_returns=plan.num_returns == _options.DYNAMIC)
+        refs = _core.submit_actor_task(self._handle._actor_id, self._name, packed, plan.core_options,
                                        self._handle._lifetime_ref)
-        if self._num_returns == _options.STREAMING:
+        if plan.num_returns == _options.STREAMING:
             return ObjectRefGenerator(refs)
-        return None if self._num_returns == 0 else refs
+        return None if plan.num_returns == 0 else refs
 
     def options(self, **options):
         _options.check(options, _options.METHOD_OPTIONS, "an actor method")
         merged = dict(self._options)
         merged.update(options)
         return ActorMethod(self._handle, self._name, merged)
-
-    def _core_options(self):
-        out = {"language": _options.LANGUAGE_PYTHON}
-        out.update(_options.returns_options(self._options))
-        group = _options.concurrency_group(self._options, self._handle._groups,
-                                           "%s.%s" % (self._handle._class_name, self._name))
-        if group:
-            out["concurrency_group"] = group
-        if self._options.get("name"):
-            out["name"] = str(self._options["name"])
-        else:  # Ray's name for a call: Class.method
-            class_name = self._handle._class_name
-            out["name"] = "%s.%s" % (class_name, self._name) if class_name else self._name
-        return out
 
     def __call__(self, *args, **kwargs):
         raise TypeError("actor method %s cannot be called directly: use .%s.remote(...)" % (self._name, self._name))
@@ -204,17 +268,21 @@ class ActorHandle:
     """A handle to an actor. Method names are checked when the class is known here (a
     handle from get_actor() or from another process checks them at the worker)."""
 
-    def __init__(self, actor_id, class_name, methods=None, signatures=None, method_options=None, lifetime_ref=None,
-                 groups=None):
+    def __init__(self, actor_id, meta=None, lifetime_ref=None):
+        """meta: its class's _ActorClassMethodMetadata, or a name only (get_actor: the
+        class is not known here)."""
         self._actor_id = actor_id
-        self._groups = groups  # its concurrency groups, where known here
+        if not isinstance(meta, _ActorClassMethodMetadata):
+            meta = _ActorClassMethodMetadata(None, meta or "", None, None, None, None)
+        self._meta = meta
         # An actor collected with its handles: the ref every handle (and call) holds, whose
         # release everywhere ends the actor (orb._core.track_actor); None otherwise.
         self._lifetime_ref = lifetime_ref
-        self._class_name = class_name
-        self._methods = methods
-        self._signatures = signatures or {}  # where the class is known here: calls are checked
-        self._method_options = method_options or {}  # @orb.method's, by method name
+        self._class_name = meta.class_name
+        self._methods = meta.methods  # None: not known here
+        self._signatures = meta.signatures  # where the class is known here: calls are checked
+        self._method_options = meta.method_options  # @orb.method's, by method name
+        self._groups = meta.groups  # its concurrency groups, where known here
 
     def __getattr__(self, name):
         if name in ("__ray_terminate__", "__ray_ready__"):  # Ray's built-in methods of every actor
@@ -243,5 +311,5 @@ class ActorHandle:
         return hash(self._actor_id)
 
     def __reduce__(self):
-        return ActorHandle, (self._actor_id, self._class_name, self._methods, None, self._method_options,
-                             self._lifetime_ref, self._groups)
+        meta = self._meta if self._meta.key is not None else self._class_name
+        return ActorHandle, (self._actor_id, meta, self._lifetime_ref)

@@ -24,6 +24,9 @@ class RemoteFunction:
         self._descriptor = None
         self._pickled = None
         self._signature = _arguments.signature_of(function)
+        self._bounds = _arguments.positional_bounds(self._signature)
+        self._dynamic = self._options.get("num_returns") == _options.DYNAMIC
+        self._streaming = bool(self._core_options.get("streaming"))
         functools.update_wrapper(self, function)
 
     def __call__(self, *args, **kwargs):
@@ -46,11 +49,10 @@ class RemoteFunction:
         if self._descriptor is None:
             self._descriptor, self._pickled = _export.descriptor_of(self._function)
         _export.export(self._descriptor, self._pickled)
-        _arguments.check_call(self._signature, args, kwargs, self._function.__qualname__)
-        packed = _arguments.pack(args, kwargs, self._function.__qualname__,
-                                 dynamic_returns=self._options.get("num_returns") == _options.DYNAMIC)
+        _arguments.check_call(self._signature, args, kwargs, self._function.__qualname__, self._bounds)
+        packed = _arguments.pack(args, kwargs, self._function.__qualname__, dynamic_returns=self._dynamic)
         refs = _core.submit_task(self._descriptor, packed, self._core_options)
-        if self._core_options.get("streaming"):
+        if self._streaming:
             return ObjectRefGenerator(refs)
         return None if self._no_returns else refs
 

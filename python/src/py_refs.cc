@@ -115,6 +115,10 @@ void DefineRefs(py::module_& m) {
           [](const std::shared_ptr<PyObjectRef>& r) { return py::module_::import("orb._async").attr("future_of")(r); },
           "a concurrent.futures.Future of the value (Ray's ObjectRef.future())")
       .def(
+          "as_future",
+          [](const std::shared_ptr<PyObjectRef>& r) { return py::module_::import("orb._async").attr("awaitable_of")(r); },
+          "an asyncio future of the value, for the running event loop (Ray's ObjectRef.as_future())")
+      .def(
           "__await__",
           [](const std::shared_ptr<PyObjectRef>& r) {
             return py::module_::import("orb._async").attr("awaitable_of")(r).attr("__await__")();

@@ -79,6 +79,15 @@ def test_named_actors_and_kill(embedded):
     assert orb.get(found.incr.remote()) == 2
     with pytest.raises(ValueError, match="Failed to look up actor"):
         orb.get_actor("no-such-actor")
+    for bad in (None, "", "   "):
+        with pytest.raises(ValueError, match="needs an actor's name"):
+            orb.get_actor(bad)
+    with pytest.raises(ValueError, match="Please use a different name"):
+        orb.get(Counter.options(name="counter-a").remote().incr.remote(), timeout=30)
+    with pytest.raises(ValueError, match="Actor name cannot be an empty string"):
+        Counter.options(name="")
+    with pytest.raises(ValueError, match="namespace cannot be an empty string"):
+        Counter.options(name="x", namespace="")
     orb.kill(c)
     with pytest.raises(ActorDiedError):
         orb.get(c.incr.remote())
@@ -168,6 +177,27 @@ def test_detached_actor_outlives_its_driver(cli_cluster):
         orb.shutdown()
 
 
+@orb.remote
+class Placed:
+    def node(self):
+        return orb.get_runtime_context().get_node_id()
+
+
+def test_actors_that_hold_no_resources_spread_over_the_nodes(cli_cluster):
+    # As Ray's: an actor holding no resources may start on any node, so ten of them share
+    # both nodes (orb gives the nodes turns); one holding a CPU starts beside its caller.
+    orb.init(address=cli_cluster)
+    try:
+        actors = [Placed.remote() for _ in range(10)]
+        nodes = orb.get([a.node.remote() for a in actors], timeout=60)
+        counts = sorted(nodes.count(n) for n in set(nodes))
+        assert len(counts) == 2 and counts[0] >= 3, counts
+        here = orb.get_runtime_context().get_node_id()
+        assert orb.get(Placed.options(num_cpus=1).remote().node.remote(), timeout=60) == here
+    finally:
+        orb.shutdown()
+
+
 def test_actor_arguments_are_checked_at_the_call(embedded):
     with pytest.raises(TypeError, match=r"Counter\(start=0\): too many positional arguments"):
         Counter.remote(1, 2)
@@ -177,6 +207,14 @@ def test_actor_arguments_are_checked_at_the_call(embedded):
     with pytest.raises(TypeError, match="unexpected keyword argument 'step'"):
         c.incr.remote(step=2)
     assert orb.get(c.incr.remote(by=2)) == 3
+    # A handle unpickled where its class is known checks its calls as the original does:
+    # both share the class's one method table.
+    import pickle
+    copy = pickle.loads(pickle.dumps(c))
+    assert copy._meta is c._meta
+    with pytest.raises(TypeError, match=r"Counter.incr\(by=1\): too many positional arguments"):
+        copy.incr.remote(1, 2)
+    assert orb.get(copy.incr.remote(), timeout=30) == 4
 
 
 def test_actor_pool_grows_and_shrinks_as_rays(embedded):

@@ -92,6 +92,15 @@ def test_future_and_errors(cluster):
     with pytest.raises(KeyError, match="missing"):
         asyncio.run(await_failure())
 
+    async def as_future_then_await_twice():
+        # Ray's as_future(): an asyncio future; cancelling it leaves the ref awaitable.
+        slow = slow_square.remote(4, 0.5)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(slow.as_future(), timeout=0.05)
+        return await slow, await slow, await square.remote(6).as_future()
+
+    assert asyncio.run(as_future_then_await_twice()) == (16, 16, 36)
+
 
 def test_a_sync_method_of_an_async_actor_runs_on_its_event_loop(cluster):
     s = Signal.remote()

@@ -66,6 +66,41 @@ def test_the_jobs_runtime_env_reaches_its_tasks(context):
         orb.init(_system_config=1, ignore_reinit_error=True)
 
 
+@orb.remote
+def package_value(name):
+    import importlib
+    return importlib.import_module(name).VALUE
+
+
+def _package(root, name, value):
+    os.makedirs(os.path.join(root, name))
+    with open(os.path.join(root, name, "__init__.py"), "w") as f:
+        f.write("VALUE = %r\n" % value)
+    return os.path.join(root, name)
+
+
+def test_py_modules_puts_packages_on_the_workers_module_path(context, tmp_path):
+    import shutil
+    import sys
+    by_path = _package(str(tmp_path / "a"), "orb_pkg_by_path", 1)
+    archive = shutil.make_archive(str(tmp_path / "pkg"), "zip", _package(str(tmp_path / "b"), "orb_pkg_zipped", 2)
+                                  + "/..", "orb_pkg_zipped")
+    _package(str(tmp_path / "c"), "orb_pkg_by_module", 3)
+    sys.path.insert(0, str(tmp_path / "c"))
+    try:
+        import orb_pkg_by_module
+    finally:
+        sys.path.remove(str(tmp_path / "c"))
+    env = {"py_modules": [by_path, archive, orb_pkg_by_module]}
+    refs = [package_value.options(runtime_env=env).remote(name)
+            for name in ("orb_pkg_by_path", "orb_pkg_zipped", "orb_pkg_by_module")]
+    assert orb.get(refs, timeout=60) == [1, 2, 3]
+    with pytest.raises(ValueError, match="orb does not fetch packages"):
+        package_value.options(runtime_env={"py_modules": ["s3://bucket/pkg.zip"]}).remote("x")
+    with pytest.raises(ValueError, match="neither a package directory nor"):
+        package_value.options(runtime_env={"py_modules": [str(tmp_path / "missing")]}).remote("x")
+
+
 def test_a_task_blocked_in_get_or_wait_lends_its_cpu(context):
     # Six levels deep on four CPUs: each level waits (in wait, then get) for the next.
     assert orb.get(chain.remote(6), timeout=60) == 6

@@ -109,3 +109,14 @@ def test_pool_maps_applies_and_runs_the_initializer_in_each_process(cluster):
         pool.join()
         with pytest.raises(ValueError, match="Pool not running"):
             pool.map(_square, [1])
+
+
+def test_pool_replaces_a_process_after_maxtasksperchild_pieces_of_work(cluster):
+    with Pool(processes=1, initializer=_init, initargs=("fresh",), maxtasksperchild=2) as pool:
+        seen = pool.map(_initialized_value, range(6), chunksize=1)
+        pids = [pid for _, pid in seen]
+        # Three processes in turn, two pieces each, each initialized.
+        assert len(set(pids)) == 3 and pids[0] == pids[1] and pids[2] == pids[3] and pids[4] == pids[5], pids
+        assert {value for value, _ in seen} == {"fresh"}
+    with pytest.raises(ValueError, match="maxtasksperchild must be an int >= 1"):
+        Pool(processes=1, maxtasksperchild=0)

@@ -136,7 +136,9 @@ void ActorManager::HandleRegisterActor(const rpc::RegisterActorRequest& req, rpc
   if (!in.name().empty() && named_.count(NameKey(in.namespace_(), in.name()))) {
     return send(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "an actor named '" + in.name() +
                                                                    "' already exists in namespace '" +
-                                                                   in.namespace_() + "'"));
+                                                                   in.namespace_() +
+                                                                   "'. Please use a different name, or get the "
+                                                                   "existing actor by its name"));
   }
   rpc::ActorInfo actor = in;
   actor.set_state(rpc::ActorInfo::PENDING_CREATION);
@@ -158,8 +160,16 @@ void ActorManager::Schedule(const std::string& actor_id) {
   rpc::ActorInfo* actor = Find(actor_id);
   if (!actor || actor->state() == rpc::ActorInfo::DEAD) return;
   uint64_t attempt = ++attempts_[actor_id];
-  std::string raylet = nodes_.raylet_of(actor->creation_spec().caller().node_id());
-  if (raylet.empty()) raylet = nodes_.any_raylet();
+  // As Ray's: an actor that holds no resources goes to the nodes in turn (Ray picks one at
+  // random), so that many such actors spread over the cluster; one that does starts on its
+  // caller's node, spilling over from there when that node is full.
+  const rpc::TaskSpec& spec = actor->creation_spec();
+  const rpc::SchedulingOptions& scheduling = spec.scheduling();
+  bool anywhere = spec.resources().empty() && scheduling.strategy() == rpc::SchedulingOptions::DEFAULT &&
+                  scheduling.placement_group_id().empty() && scheduling.label_selector().empty() &&
+                  scheduling.soft_label_selector().empty();
+  std::string raylet = anywhere ? "" : nodes_.raylet_of(spec.caller().node_id());
+  if (raylet.empty()) raylet = nodes_.next_raylet();
   if (raylet.empty()) return RetryLater(actor_id, attempt);
   RequestLease(actor_id, attempt, raylet, /*spilled=*/false);
 }

@@ -49,8 +49,8 @@ struct ActorManagerOptions {
 struct NodeDirectoryAccess {
   // The raylet address of a live node, or empty when the node is dead or unknown.
   std::function<std::string(const std::string& node_id)> raylet_of;
-  // Any live raylet's address, or empty.
-  std::function<std::string()> any_raylet;
+  // A live raylet's address, each call the next in turn; empty when none is live.
+  std::function<std::string()> next_raylet;
   // The call stream ("ip:port") of the live raylet at `raylet_address`, or empty.
   std::function<std::string(const std::string& raylet_address)> call_stream_at;
 };

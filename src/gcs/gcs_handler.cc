@@ -61,11 +61,14 @@ GcsHandler::GcsHandler(std::unique_ptr<TableStore> store, EventLoop* loop, GcsOp
     }
     return "";
   };
-  access.any_raylet = [this]() -> std::string {
+  access.next_raylet = [this]() -> std::string {
+    std::vector<std::string> live;
     for (const auto& [id, node] : nodes_) {
-      if (node.state() == rpc::NodeInfo::ALIVE) return node.ip() + ":" + std::to_string(node.raylet_port());
+      if (node.state() == rpc::NodeInfo::ALIVE) live.push_back(node.ip() + ":" + std::to_string(node.raylet_port()));
     }
-    return "";
+    if (live.empty()) return "";
+    std::sort(live.begin(), live.end());
+    return live[raylet_turn_++ % live.size()];
   };
   PlacementGroupAccess pg_access;
   pg_access.raylet_of = access.raylet_of;

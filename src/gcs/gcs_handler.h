@@ -108,6 +108,7 @@ class GcsHandler {
   // LOG_CHANNEL alone: chatty workers must not push node and job changes out of history.
   Publisher log_publisher_{2000};
   std::unordered_map<NodeID, rpc::NodeInfo> nodes_;
+  size_t raylet_turn_ = 0;  // whose turn it is to take an actor that needs no resources
   std::unique_ptr<ActorManager> actors_;
   std::unique_ptr<PlacementGroupManager> placement_groups_;
   std::string cluster_id_;

@@ -86,8 +86,14 @@ class Pool:
             processes = max(1, int(orb.cluster_resources().get("CPU", 1)))
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
             raise ValueError("processes must be an int >= 1, not %r" % (processes,))
-        cls = _PoolProcess.options(**ray_remote_args) if ray_remote_args else _PoolProcess
-        self._actors = [cls.remote(initializer, tuple(initargs or ())) for _ in range(processes)]
+        if maxtasksperchild is not None and (isinstance(maxtasksperchild, bool) or
+                                             not isinstance(maxtasksperchild, int) or maxtasksperchild < 1):
+            raise ValueError("maxtasksperchild must be an int >= 1 or None, not %r" % (maxtasksperchild,))
+        self._process_class = _PoolProcess.options(**ray_remote_args) if ray_remote_args else _PoolProcess
+        self._initializer = (initializer, tuple(initargs or ()))
+        self._actors = [self._process_class.remote(*self._initializer) for _ in range(processes)]
+        self._max_tasks = maxtasksperchild
+        self._tasks = [0] * processes  # sent to each process so far
         self._next = itertools.count()
         self._closed = False
 
@@ -98,9 +104,17 @@ class Pool:
         self.terminate()
 
     def _actor(self):
+        """The process for the next piece of work. One that was sent maxtasksperchild
+        pieces is replaced by a fresh one; its handle dropped, it ends once its work is done."""
         if self._actors is None:
             raise ValueError("Pool not running")
-        return self._actors[next(self._next) % len(self._actors)]
+        i = next(self._next) % len(self._actors)
+        if self._max_tasks is not None:
+            if self._tasks[i] >= self._max_tasks:
+                self._actors[i] = self._process_class.remote(*self._initializer)
+                self._tasks[i] = 0
+            self._tasks[i] += 1
+        return self._actors[i]
 
     def _check_open(self):
         if self._closed or self._actors is None:
