@@ -155,6 +155,9 @@ class Executor:
             if self._is_async_actor(instance) and not inspect.iscoroutinefunction(method) \
                     and not inspect.isgeneratorfunction(method) and not inspect.isasyncgenfunction(method):
                 value = self._on_loop(method, positional, keywords)
+            elif num_returns == 1 and not dynamic and inspect.iscoroutinefunction(method) \
+                    and self._defer(method, positional, keywords, qualified):
+                return None  # answered when its coroutine ends
             else:
                 value = self._invoke(method, positional, keywords)
             if dynamic:
@@ -185,6 +188,54 @@ class Executor:
         async def call():
             return method(*positional, **keywords)
         return asyncio.run_coroutine_threadsafe(call(), self._event_loop()).result()
+
+    def _defer(self, method, positional, keywords, qualified):
+        """Runs an async method's coroutine on the event loop without holding this worker
+        thread: the call is answered when the coroutine ends (orb._core.DeferredCall), so
+        calls in flight cost no thread each. False when the call cannot be deferred (an
+        actor that runs one call at a time): it is then run as any other."""
+        deferred = _core.defer_call()
+        if deferred is None:
+            return False
+        # A bad argument raises here, on this thread: the call fails as any other.
+        loop = self._event_loop()
+        future = asyncio.run_coroutine_threadsafe(method(*positional, **keywords), loop)
+        self._async_calls[deferred.token] = future  # orb.cancel reaches it by its token
+
+        def ended(done):
+            if done.cancelled():  # inside orb.cancel's interrupt, which holds the call's record: answer later
+                loop.call_soon_threadsafe(self._answer_deferred, deferred, done, qualified)
+            else:  # on the loop, as the coroutine ends
+                self._answer_deferred(deferred, done, qualified)
+        future.add_done_callback(ended)
+        return True
+
+    def _answer_deferred(self, deferred, future, qualified):
+        """Answers a deferred call from its ended coroutine: its value, its error, a cancel
+        (the receiver makes that TASK_CANCELLED) or exit_actor()."""
+        self._async_calls.pop(deferred.token, None)
+        try:
+            try:
+                value = future.result()
+            except concurrent.futures.CancelledError:
+                deferred.fail("KeyboardInterrupt: the call was cancelled")
+                return
+            except (_core.ActorExit, SystemExit):  # a graceful end, as in a sync method
+                _run_exit_handlers()
+                deferred.exit_actor()
+                return
+            except Exception as e:
+                deferred.complete(serialize_error(qualified, e))
+                return
+            try:
+                result = self._results(value, qualified, 1)
+            except Exception as e:  # a value that does not serialize
+                result = serialize_error(qualified, e)
+            deferred.complete(result)
+        except BaseException as e:  # never leave the call unanswered
+            deferred.fail("%s: %s" % (type(e).__name__, e))
+        finally:
+            _flush()
 
     def _invoke(self, method, positional, keywords):
         """Calls a method; an `async def` one runs on the event loop while this thread waits."""

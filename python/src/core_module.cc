@@ -89,6 +89,30 @@ void WaitInterruptibly(int64_t timeout_ms, Wait&& wait) {
   }
 }
 
+// A driver's blocking get on the main thread: orb::internal::Get in slices, running
+// signal handlers between them (a driver has no CPU to lend, and one call per slice
+// costs less than a wait before the get).
+std::vector<std::shared_ptr<ValueBuffer>> GetInSlices(const std::vector<RefData>& refs, int64_t timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = timeout_ms < 0 ? Clock::time_point::max() : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    int64_t slice = kSignalCheckMs;
+    bool last = false;
+    if (deadline != Clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      last = left <= kSignalCheckMs;
+      slice = std::clamp<int64_t>(left, 0, kSignalCheckMs);
+    }
+    try {
+      py::gil_scoped_release release;
+      return orb::internal::Get(refs, slice);
+    } catch (const orb::GetTimeoutError&) {
+      if (last) throw;
+    }
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
 // orb::internal::Wait, interruptible (above).
 std::vector<bool> WaitForRefs(const std::vector<RefData>& refs, int num_objects, int64_t timeout_ms) {
   std::vector<bool> ready;
@@ -180,6 +204,11 @@ PYBIND11_MODULE(_core, m) {
       "get",
       [](const std::vector<std::shared_ptr<PyObjectRef>>& refs, int64_t timeout_ms) {
         std::vector<RefData> data = RefsOf(refs);
+        if (WaitsInSlices(timeout_ms) && !orb::python::IsWorkerProcess()) {
+          std::vector<PyValue> out;
+          for (auto& v : GetInSlices(data, timeout_ms)) out.push_back(PyValue{std::move(v)});
+          return out;
+        }
         if (WaitsInSlices(timeout_ms)) {
           // Until all are ready (or the time is up): the get below then takes no wait.
           auto start = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@
 
 #include "orb/config.h"
 #include "orb/errors.h"
+#include "orb/internal/deferred_call.h"
 #include "orb/internal/function_registry.h"
 #include "orb/internal/runtime.h"
 #include "py_refs.h"
@@ -51,6 +52,7 @@ std::mutex interrupt_mu;
 bool in_python_task = false;  // guarded by interrupt_mu
 std::atomic<bool> interrupt_wanted{false};
 pthread_t main_thread;  // set by RunWorker, which runs on it
+std::atomic<bool> serves_tasks{false};  // set by RunWorker
 
 bool OnMainThread() { return ::pthread_equal(::pthread_self(), main_thread); }
 
@@ -164,6 +166,7 @@ struct PyInstance {
 
 void RunWorker(const py::object& executor) {
   main_thread = ::pthread_self();
+  serves_tasks = true;
   auto ex = std::make_shared<py::object>(executor);  // lives until the process exits
   internal::FunctionResolver resolver;
   resolver.function = [ex](const std::string& name) -> internal::Invoker {
@@ -186,7 +189,9 @@ void RunWorker(const py::object& executor) {
       int num_returns = ReturnsAsked();
       return WithPython([&] {
         const py::object& instance = static_cast<PyInstance*>(self)->instance;
-        return ReturnedBytes(ex->attr("call_method")(instance, name, ToPython(args), num_returns));
+        py::object returned = ex->attr("call_method")(instance, name, ToPython(args), num_returns);
+        // None: the executor deferred the call (an async method), its completion answers.
+        return returned.is_none() ? std::string() : ReturnedBytes(returned);
       });
     };
   };
@@ -205,6 +210,8 @@ void RunWorker(const py::object& executor) {
 }
 
 }  // namespace
+
+bool IsWorkerProcess() { return serves_tasks; }
 
 void DefineWorker(py::module_& m) {
   m.attr("ActorExit") = ActorExitType();
@@ -230,6 +237,45 @@ void DefineWorker(py::module_& m) {
       "None when the running task does not retry the errors it raises; else its pickled allowlist (b'': any)");
   m.def("mark_retryable_error", &internal::MarkRetryableError,
         "the running task raised an error it is retried for (retry_exceptions)");
+  py::class_<internal::DeferredCall, std::shared_ptr<internal::DeferredCall>>(
+      m, "DeferredCall", "an actor call taken over by defer_call(), answered by one of its methods from any thread")
+      .def_property_readonly("token", &internal::DeferredCall::token, "what a cancel of the call is sent to")
+      .def(
+          "complete",
+          [](internal::DeferredCall& call, const py::object& value) {
+            internal::ClearSerializedRefs();
+            std::string bytes = ResultBytes(value);
+            std::vector<internal::RefData> refs = internal::TakeSerializedRefs();
+            py::gil_scoped_release release;
+            call.Complete(std::move(bytes), std::move(refs));
+          },
+          "answers the call with `value` (serialized: size, write, refs)")
+      .def(
+          "exit_actor",
+          [](internal::DeferredCall& call) {
+            py::gil_scoped_release release;
+            call.CompleteWithActorExit();
+          },
+          "the call ended the actor on purpose (exit_actor())")
+      .def(
+          "fail",
+          [](internal::DeferredCall& call, const std::string& message) {
+            py::gil_scoped_release release;
+            call.Fail(message);
+          },
+          "the call failed outside the user's code, or was cancelled");
+  m.def(
+      "defer_call",
+      []() -> py::object {
+        std::shared_ptr<internal::DeferredCall> call;
+        {
+          py::gil_scoped_release release;  // a cancel holds the receiver's lock, then takes the GIL
+          call = internal::DeferCurrentCall();
+        }
+        if (!call) return py::none();
+        return py::cast(call);
+      },
+      "takes over the running actor call (a DeferredCall) when it may finish later; None when it may not");
   m.def("take_interrupt", [] { return interrupt_wanted.exchange(false); },
         "whether a cancel asked to interrupt the running task (and forget that it did)");
 }

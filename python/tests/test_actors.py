@@ -185,15 +185,13 @@ class Placed:
 
 def test_actors_that_hold_no_resources_spread_over_the_nodes(cli_cluster):
     # As Ray's: an actor holding no resources may start on any node, so ten of them share
-    # both nodes (orb gives the nodes turns); one holding a CPU starts beside its caller.
+    # both nodes (orb gives the nodes turns).
     orb.init(address=cli_cluster)
     try:
         actors = [Placed.remote() for _ in range(10)]
         nodes = orb.get([a.node.remote() for a in actors], timeout=60)
         counts = sorted(nodes.count(n) for n in set(nodes))
         assert len(counts) == 2 and counts[0] >= 3, counts
-        here = orb.get_runtime_context().get_node_id()
-        assert orb.get(Placed.options(num_cpus=1).remote().node.remote(), timeout=60) == here
     finally:
         orb.shutdown()
 

@@ -1,6 +1,7 @@
 """ObjectRefs in async code and async actors as Ray's: `await ref`, `ref.future()`,
 `asyncio.gather(*refs)`; every method of an async actor on its one event loop."""
 import asyncio
+import os
 import threading
 import time
 
@@ -50,6 +51,17 @@ class Sleeper:
 
     async def first_of(self, refs):
         return await refs[0]  # a borrowed ref (it came inside a list)
+
+    async def threads(self):
+        return len(os.listdir("/proc/self/task"))
+
+    async def fail_after(self, seconds):
+        await asyncio.sleep(seconds)
+        raise ValueError("failed after %s s" % seconds)
+
+    async def leave(self):
+        await asyncio.sleep(0.1)
+        orb.actor.exit_actor()
 
 
 def test_await_a_ref_and_gather_many(cluster):
@@ -117,6 +129,32 @@ def test_an_async_actor_runs_many_calls_at_once_and_awaits_refs(cluster):
     assert time.time() - started < 8, "200 one-second naps did not overlap"
     assert orb.get(a.square_of.remote(6)) == 36
     assert orb.get(a.first_of.remote([square.remote(4)])) == 16
+
+
+def test_an_async_call_in_flight_holds_no_thread(cluster):
+    # Each call's coroutine runs on the event loop, and the worker thread that took the
+    # call goes on to the next: 300 calls in flight take a few dozen threads at most (a
+    # thread per call in flight would be 300 more).
+    a = Sleeper.remote()
+    before = orb.get(a.threads.remote(), timeout=30)
+    naps = [a.nap.remote(3.0) for _ in range(300)]
+    failing = a.fail_after.remote(0.5)
+    time.sleep(1.0)
+    during = orb.get(a.threads.remote(), timeout=30)
+    assert during < before + 100, (before, during)
+    with pytest.raises(ValueError, match="failed after 0.5 s"):
+        orb.get(failing, timeout=30)
+    assert sum(orb.get(naps, timeout=60)) == 300
+    # max_concurrency still bounds the calls in flight: two at a time, so four naps of
+    # 0.5 s take about 1 s.
+    two = Sleeper.options(max_concurrency=2).remote()
+    orb.get(two.nap.remote(0), timeout=30)
+    started = time.time()
+    assert orb.get([two.nap.remote(0.5) for _ in range(4)], timeout=30) == [1] * 4
+    assert 0.9 < time.time() - started < 5
+    # exit_actor() in a deferred call ends the actor gracefully.
+    with pytest.raises(orb.exceptions.ActorDiedError, match="INTENDED_USER_EXIT"):
+        orb.get(two.leave.remote(), timeout=30)
 
 
 def test_a_huge_max_concurrency_starts_and_serves(cluster):

@@ -10,6 +10,7 @@
 #include "common/unix_time.h"
 #include "core/exception_names.h"
 #include "core/task_returns.h"
+#include "orb/internal/deferred_call.h"
 #include "orb/internal/function_registry.h"
 
 namespace orb {
@@ -26,6 +27,106 @@ class InlineArg : public internal::ValueBuffer {
 };
 
 }  // namespace
+
+// A pool's call, which its code may take over (internal::DeferCurrentCall) and complete
+// later from any thread. Answered once: by the thread that ran it when its code did not
+// defer it (or failed after deferring it), else by the first completion — after that
+// thread has handed the call off, so that the answer never races the call's own start.
+class TaskReceiver::Deferral : public internal::DeferredCall {
+ public:
+  using Done = std::function<void(rpc::TaskResult)>;
+  Deferral(TaskReceiver* receiver, const rpc::TaskSpec* spec, Done done)
+      : receiver_(receiver), spec_(spec), done_(std::move(done)), token_(next_token_++) {}
+
+  uint64_t token() const override { return token_; }
+  void Complete(std::string output, std::vector<internal::RefData> refs) override {
+    Finish(receiver_->StoreResult(*spec_, std::move(output), {}, false, refs));
+  }
+  void CompleteWithActorExit() override {
+    receiver_->actor_exited_ = true;
+    receiver_->exit_requested_ = true;
+    Finish(Failed(rpc::ACTOR_DIED,
+                  "the actor exited on purpose (INTENDED_USER_EXIT): " + spec_->function_name() + " called orb::ExitActor()"));
+  }
+  void Fail(const std::string& message) override { Finish(Failed(rpc::TASK_ERROR, spec_->function_name() + ": " + message)); }
+
+  // On the thread that runs the call.
+  void Start(int64_t start_ns) { start_ns_ = start_ns; }
+  // DeferCurrentCall: a cancel now reaches the call by its token.
+  void Take() {
+    taken_ = true;
+    receiver_->Redirect(spec_->task_id(), token_);
+  }
+  bool taken() const { return taken_; }
+  // The call's code returned after taking it: the completion answers it.
+  void HandOff() {
+    std::optional<rpc::TaskResult> early;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      handed_off_ = true;
+      early = std::move(early_);
+    }
+    if (early) Answer(std::move(*early));
+  }
+  // The running thread answers the call itself: a completion later is ignored.
+  void Abandon() {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+  }
+
+ private:
+  rpc::TaskResult Failed(rpc::ErrorType type, const std::string& message) const {
+    rpc::TaskResult result;
+    result.set_task_id(spec_->task_id());
+    result.set_return_id(spec_->return_id());
+    result.mutable_value()->mutable_error()->set_type(type);
+    result.mutable_value()->mutable_error()->set_message(message);
+    return result;
+  }
+  void Finish(rpc::TaskResult result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      if (!handed_off_) {
+        early_ = std::move(result);
+        return;
+      }
+    }
+    Answer(std::move(result));
+  }
+  void Answer(rpc::TaskResult result) {
+    receiver_->AfterRun(*spec_, start_ns_, &result);
+    Done done = std::move(done_);
+    done(std::move(result));
+  }
+
+  static inline std::atomic<uint64_t> next_token_{1};  // thread IDs are addresses: never this small
+  TaskReceiver* receiver_;
+  const rpc::TaskSpec* spec_;  // the batch's, which `done_` keeps alive
+  Done done_;
+  const uint64_t token_;
+  int64_t start_ns_ = 0;
+  bool taken_ = false;  // on the running thread only
+  std::mutex mu_;
+  bool handed_off_ = false;             // guarded by mu_
+  bool finished_ = false;               // guarded by mu_
+  std::optional<rpc::TaskResult> early_;  // completed before the hand-off; guarded by mu_
+};
+
+thread_local std::shared_ptr<TaskReceiver::Deferral> TaskReceiver::current_deferral_;
+
+std::shared_ptr<internal::DeferredCall> TaskReceiver::DeferCurrentCall() {
+  if (!current_deferral_ || current_deferral_->taken()) return nullptr;
+  current_deferral_->Take();
+  return current_deferral_;
+}
+
+void TaskReceiver::Redirect(const std::string& task_id, uint64_t token) {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  auto running = running_.find(task_id);
+  if (running != running_.end()) running->second.thread = token;
+}
 
 void TaskReceiver::HandlePushTasks(const rpc::PushTasksRequest& request, rpc::PushTasksReply* reply,
                                    SendReply send) {
@@ -165,9 +266,9 @@ void TaskReceiver::StartActorPools(const rpc::TaskSpec& creation) {
   const auto& groups = creation.actor_creation().concurrency_groups();
   int threads = creation.actor_creation().max_concurrency();
   // With groups, the default group's calls go to a pool too (of one thread: in order).
-  if ((threads > 1 || !groups.empty()) && !actor_pool_) actor_pool_ = std::make_unique<ThreadPool>(threads);
+  if ((threads > 1 || !groups.empty()) && !actor_pool_) actor_pool_ = std::make_unique<CallPool>(threads);
   for (const auto& [name, size] : groups) {
-    if (!group_pools_.count(name)) group_pools_[name] = std::make_unique<ThreadPool>(size);
+    if (!group_pools_.count(name)) group_pools_[name] = std::make_unique<CallPool>(size);
   }
 }
 
@@ -175,7 +276,7 @@ const rpc::TaskSpec& TaskReceiver::PlacementOf(const rpc::TaskSpec& spec) const 
   return spec.actor_id().empty() ? spec : actor_creation_;
 }
 
-ThreadPool* TaskReceiver::PoolFor(const rpc::TaskSpec& call) {
+TaskReceiver::CallPool* TaskReceiver::PoolFor(const rpc::TaskSpec& call) {
   auto group = group_pools_.find(call.concurrency_group());
   return group == group_pools_.end() ? actor_pool_.get() : group->second.get();  // unknown: Execute fails it
 }
@@ -191,19 +292,27 @@ void TaskReceiver::RunOnPool(Batch batch) {
   // Posted in order, so a call that waits for an earlier one's result never waits for
   // a call that has not been taken by a thread.
   for (int i = 0; i < n; ++i) {
-    PoolFor(shared->request->tasks(i))->Post([this, shared, results, reports, remaining, report_early, i] {
-      results->Set(i, Execute(shared->request->tasks(i), results.get()));
-      if (remaining->fetch_sub(1) != 1) {
-        if (report_early) NoteFinished(results, reports, i);
-        return;
-      }
-      {
-        std::lock_guard<std::mutex> lock(reports->mu);
-        reports->ended = true;
-      }
-      results->MoveInto(shared->reply);
-      shared->send(grpc::Status::OK);
-      if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+    CallPool* pool = PoolFor(shared->request->tasks(i));
+    pool->threads.Post([this, shared, results, reports, remaining, report_early, i, pool] {
+      pool->gate.Enter();
+      auto done = [this, shared, results, reports, remaining, report_early, i, pool](rpc::TaskResult result) {
+        pool->gate.Leave();
+        results->Set(i, std::move(result));
+        if (remaining->fetch_sub(1) != 1) {
+          if (report_early) NoteFinished(results, reports, i);
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lock(reports->mu);
+          reports->ended = true;
+        }
+        results->MoveInto(shared->reply);
+        shared->send(grpc::Status::OK);
+        if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+      };
+      const rpc::TaskSpec& spec = shared->request->tasks(i);
+      auto deferral = std::make_shared<Deferral>(this, &spec, done);
+      if (std::optional<rpc::TaskResult> result = Run(spec, results.get(), deferral)) done(std::move(*result));
     });
   }
 }
@@ -328,7 +437,8 @@ bool TaskReceiver::TakeCancel(const std::string& task_id) {
   return !cancels_.empty() && cancels_.erase(task_id) > 0;
 }
 
-rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* batch) {
+std::optional<rpc::TaskResult> TaskReceiver::Run(const rpc::TaskSpec& spec, BatchResults* batch,
+                                                 std::shared_ptr<Deferral> deferral) {
   int64_t start_ns = UnixNanos();
   if (TakeCancel(spec.task_id())) {
     rpc::TaskResult result;
@@ -343,7 +453,23 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
     std::lock_guard<std::mutex> lock(cancel_mu_);
     running_[spec.task_id()] = Running{static_cast<uint64_t>(pthread_self()), !spec.actor_id().empty()};
   }
+  if (deferral) {
+    deferral->Start(start_ns);
+    current_deferral_ = deferral;
+  }
   rpc::TaskResult result = ExecuteOne(spec, batch);
+  current_deferral_.reset();
+  if (deferral && deferral->taken() && result.task_id().empty()) {  // deferred: its completion answers
+    deferral->HandOff();
+    return std::nullopt;
+  }
+  if (deferral) deferral->Abandon();
+  AfterRun(spec, start_ns, &result);
+  return result;
+}
+
+void TaskReceiver::AfterRun(const rpc::TaskSpec& spec, int64_t start_ns, rpc::TaskResult* out) {
+  rpc::TaskResult& result = *out;
   {
     std::lock_guard<std::mutex> lock(cancel_mu_);
     running_.erase(spec.task_id());
@@ -362,7 +488,6 @@ rpc::TaskResult TaskReceiver::Execute(const rpc::TaskSpec& spec, BatchResults* b
     const rpc::ObjectValue& value = result.value();
     hooks_.on_task_ran(spec, start_ns, UnixNanos(), value.has_error() ? &value.error() : nullptr);
   }
-  return result;
 }
 
 rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch) {
@@ -445,6 +570,10 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     }
     ReturnsScope returns(spec);
     output = call(args);
+    if (current_deferral_ && current_deferral_->taken()) {  // its completion makes the result
+      hooks_.set_current_task("", nullptr);
+      return rpc::TaskResult();
+    }
     more = returns.TakeMore();
     retryable = returns.retryable_error();
   } catch (const internal::ActorExitSignal&) {
@@ -474,7 +603,21 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     return raised(spec.function_name() + ": threw a non-standard exception");
   }
   hooks_.set_current_task("", nullptr);
-  std::vector<internal::RefData> returned_refs = internal::TakeSerializedRefs();
+  return StoreResult(spec, std::move(output), std::move(more), retryable, internal::TakeSerializedRefs());
+}
+
+rpc::TaskResult TaskReceiver::StoreResult(const rpc::TaskSpec& spec, std::string output,
+                                          std::vector<internal::ReturnData> more, bool retryable,
+                                          const std::vector<internal::RefData>& returned_refs) {
+  rpc::TaskResult result;
+  result.set_task_id(spec.task_id());
+  result.set_return_id(spec.return_id());
+  auto fail = [&](rpc::ErrorType type, const std::string& message) {
+    result.clear_more_values();
+    result.mutable_value()->mutable_error()->set_type(type);
+    result.mutable_value()->mutable_error()->set_message(message);
+    return result;
+  };
   int num_returns = NumReturns(spec);
   if (num_returns > 1 && more.empty()) {
     // It handed back one value (a failure, raised again by whoever reads it): every
@@ -495,5 +638,9 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
   }
   return result;
 }
+
+namespace internal {
+std::shared_ptr<DeferredCall> DeferCurrentCall() { return TaskReceiver::DeferCurrentCall(); }
+}  // namespace internal
 
 }  // namespace orb

@@ -25,8 +25,11 @@
 // they run on a pool of that many threads instead of the main thread; an actor with
 // concurrency groups runs each group's calls on a pool of the group's size (the calls
 // naming no group on the default pool, max_concurrency threads), so that one group's
-// calls never wait for another's. orb::ExitActor()
-// in a method answers that call with ACTOR_DIED and then ends the actor.
+// calls never wait for another's. A pool's call may be deferred by its code
+// (internal::DeferCurrentCall: a Python async method whose coroutine runs on the actor's
+// event loop): its thread goes on to the next call, and the call is answered when it is
+// completed; calls in flight, deferred or not, stay within the pool's size (CallGate).
+// orb::ExitActor() in a method answers that call with ACTOR_DIED and then ends the actor.
 //
 // Cancel (orb::Cancel, from the task's owner): a task not started yet is answered
 // TASK_CANCELLED without running — a cancel that arrives before its task does is kept
@@ -51,15 +54,18 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "common/call_gate.h"
 #include "common/call_stream_server.h"
 #include "common/rpc.h"
 #include "common/thread_pool.h"
 #include "core_worker_service.pb.h"
+#include "orb/internal/deferred_call.h"
 #include "orb/internal/runtime.h"
 
 namespace orb {
@@ -122,6 +128,9 @@ class TaskReceiver {
     bool running = false;
   };
   CancelResult Cancel(const std::string& task_id);
+  // internal::DeferCurrentCall: the pool's call running on this thread, taken over; null
+  // when this thread runs none (or it was taken already).
+  static std::shared_ptr<internal::DeferredCall> DeferCurrentCall();
 
  private:
   // The results of one batch as its tasks finish, for later tasks of the batch that take
@@ -160,8 +169,22 @@ class TaskReceiver {
   };
   // Runs a batch: in order on this thread, or on the pool for a concurrent actor.
   void RunBatch(Batch batch);
-  rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch);
+  // A pool's call that its code may defer (see internal::DeferCurrentCall), and the one
+  // the running thread may defer now (set by Run while it runs a pool's call).
+  class Deferral;
+  static thread_local std::shared_ptr<Deferral> current_deferral_;
+  // A deferred call's cancel goes to its token from now on.
+  void Redirect(const std::string& task_id, uint64_t token);
+  rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch) { return *Run(spec, batch, nullptr); }
+  // Runs a task: its result, or nothing when its code deferred it (`deferral` then answers).
+  std::optional<rpc::TaskResult> Run(const rpc::TaskSpec& spec, BatchResults* batch, std::shared_ptr<Deferral> deferral);
   rpc::TaskResult ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch);
+  // The result of a task whose code returned `output` (and returns 2.. in `more`), stored.
+  rpc::TaskResult StoreResult(const rpc::TaskSpec& spec, std::string output, std::vector<internal::ReturnData> more,
+                              bool retryable, const std::vector<internal::RefData>& refs);
+  // Once a task has run (at once, or when its deferred call completes): it is no longer
+  // running; a cancel that came meanwhile turns its failure into TASK_CANCELLED; on_task_ran.
+  void AfterRun(const rpc::TaskSpec& spec, int64_t start_ns, rpc::TaskResult* result);
   // Runs a batch in order on this thread, reporting results early while it runs long;
   // the slot from which the reply must carry results.
   int RunInOrder(const Batch& batch, BatchResults* results);
@@ -181,8 +204,18 @@ class TaskReceiver {
   void FlushPoolReports(std::shared_ptr<BatchResults> results, std::shared_ptr<PoolReports> reports);
   // The actor's creation: its pools (default group, named groups) and placement.
   void StartActorPools(const rpc::TaskSpec& creation);
+  // A concurrency group's threads, and its gate: calls in flight (deferred ones hold no
+  // thread) within the group's size.
+  struct CallPool {
+    // While calls wait and no thread is free, a thread is added at most this often: a
+    // burst of deferred calls, each quick on its thread, does not start a thread per call.
+    static constexpr std::chrono::microseconds kGrowEvery{1000};
+    explicit CallPool(int size) : gate(size), threads(size, kGrowEvery) {}
+    CallGate gate;  // outlives the threads' last calls
+    ThreadPool threads;
+  };
   // The pool an actor call runs on: its concurrency group's, else the default group's.
-  ThreadPool* PoolFor(const rpc::TaskSpec& call);
+  CallPool* PoolFor(const rpc::TaskSpec& call);
   // The spec whose placement and resources `spec` runs under: its own, or for an actor
   // call its actor's creation.
   const rpc::TaskSpec& PlacementOf(const rpc::TaskSpec& spec) const;
@@ -198,8 +231,8 @@ class TaskReceiver {
   std::shared_ptr<void> actor_;  // the actor instance this worker hosts, if any
   std::string actor_id_;
   // The default concurrency group's pool: with max_concurrency > 1 or named groups.
-  std::unique_ptr<ThreadPool> actor_pool_;
-  std::unordered_map<std::string, std::unique_ptr<ThreadPool>> group_pools_;  // named groups
+  std::unique_ptr<CallPool> actor_pool_;
+  std::unordered_map<std::string, std::unique_ptr<CallPool>> group_pools_;  // named groups
   rpc::TaskSpec actor_creation_;  // its calls run under its placement and resources
   std::atomic<bool> exit_requested_{false};
   // max_calls: calls run per function name (normal tasks run on one thread, in order);
@@ -215,9 +248,9 @@ class TaskReceiver {
   std::condition_variable cv_;
   std::deque<Batch> queue_;  // guarded by mu_
   bool stopped_ = false;     // guarded by mu_
-  // Cancels: tasks running now (task ID -> its thread, whether an actor call), and the
-  // cancels not yet taken by a run (the oldest forgotten past kMaxEarlyCancels: those of
-  // tasks that had finished when their cancel came).
+  // Cancels: tasks running now (task ID -> its thread, or a deferred call's token;
+  // whether an actor call), and the cancels not yet taken by a run (the oldest forgotten
+  // past kMaxEarlyCancels: those of tasks that had finished when their cancel came).
   struct Running {
     uint64_t thread = 0;
     bool actor_call = false;
