@@ -155,9 +155,11 @@ class Executor:
             if self._is_async_actor(instance) and not inspect.iscoroutinefunction(method) \
                     and not inspect.isgeneratorfunction(method) and not inspect.isasyncgenfunction(method):
                 value = self._on_loop(method, positional, keywords)
-            elif num_returns == 1 and not dynamic and inspect.iscoroutinefunction(method) \
-                    and self._defer(method, positional, keywords, qualified):
-                return None  # answered when its coroutine ends
+            elif num_returns == 1 and not dynamic and inspect.iscoroutinefunction(method):
+                coroutine = method(*positional, **keywords)  # a bad argument raises here
+                if self._defer(coroutine, qualified):
+                    return None  # answered when its coroutine ends
+                value = self._wait_for(coroutine)
             else:
                 value = self._invoke(method, positional, keywords)
             if dynamic:
@@ -189,17 +191,16 @@ class Executor:
             return method(*positional, **keywords)
         return asyncio.run_coroutine_threadsafe(call(), self._event_loop()).result()
 
-    def _defer(self, method, positional, keywords, qualified):
+    def _defer(self, coroutine, qualified):
         """Runs an async method's coroutine on the event loop without holding this worker
         thread: the call is answered when the coroutine ends (orb._core.DeferredCall), so
         calls in flight cost no thread each. False when the call cannot be deferred (an
-        actor that runs one call at a time): it is then run as any other."""
+        actor that runs one call at a time): the caller then waits for it here."""
         deferred = _core.defer_call()
         if deferred is None:
             return False
-        # A bad argument raises here, on this thread: the call fails as any other.
         loop = self._event_loop()
-        future = asyncio.run_coroutine_threadsafe(method(*positional, **keywords), loop)
+        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
         self._async_calls[deferred.token] = future  # orb.cancel reaches it by its token
 
         def ended(done):
@@ -240,18 +241,23 @@ class Executor:
     def _invoke(self, method, positional, keywords):
         """Calls a method; an `async def` one runs on the event loop while this thread waits."""
         if inspect.iscoroutinefunction(method):
-            future = asyncio.run_coroutine_threadsafe(method(*positional, **keywords), self._event_loop())
-            ident = threading.get_ident()
-            self._async_calls[ident] = future
-            try:
-                return future.result()
-            except concurrent.futures.CancelledError:
-                if future.cancelled():  # by orb.cancel: the call ends cancelled, not failed
-                    raise KeyboardInterrupt("the call was cancelled") from None
-                raise
-            finally:
-                self._async_calls.pop(ident, None)
+            return self._wait_for(method(*positional, **keywords))
         return method(*positional, **keywords)
+
+    def _wait_for(self, coroutine):
+        """Runs a coroutine on the event loop while this thread waits; orb.cancel of the
+        call cancels it (by this thread's ID)."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
+        ident = threading.get_ident()
+        self._async_calls[ident] = future
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if future.cancelled():  # by orb.cancel: the call ends cancelled, not failed
+                raise KeyboardInterrupt("the call was cancelled") from None
+            raise
+        finally:
+            self._async_calls.pop(ident, None)
 
     def _stream(self, generator, name):
         """Hands each item the generator yields to the caller as it comes (waiting while

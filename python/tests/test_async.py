@@ -152,6 +152,11 @@ def test_an_async_call_in_flight_holds_no_thread(cluster):
     started = time.time()
     assert orb.get([two.nap.remote(0.5) for _ in range(4)], timeout=30) == [1] * 4
     assert 0.9 < time.time() - started < 5
+    # Arguments the method cannot take fail the call as any other (a handle from
+    # get_actor does not check them before sending).
+    Sleeper.options(name="sleeper-args").remote()
+    with pytest.raises(TypeError):
+        orb.get(orb.get_actor("sleeper-args").nap.remote(1, 2, 3), timeout=30)
     # exit_actor() in a deferred call ends the actor gracefully.
     with pytest.raises(orb.exceptions.ActorDiedError, match="INTENDED_USER_EXIT"):
         orb.get(two.leave.remote(), timeout=30)

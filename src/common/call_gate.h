@@ -20,6 +20,11 @@ class CallGate {
     cv_.wait(lock, [&] { return free_ > 0; });
     --free_;
   }
+  // Whether a call would enter now.
+  bool HasRoom() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return free_ > 0;
+  }
   // A call that entered has ended: its place is free.
   void Leave() {
     {

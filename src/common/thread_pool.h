@@ -22,8 +22,12 @@ namespace orb {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int max_threads, std::chrono::microseconds grow_every = std::chrono::microseconds(0))
-      : max_threads_(max_threads < 1 ? 1 : max_threads), grow_every_(grow_every) {}
+  // `may_grow` (with grow_every; null: always): whether a thread added now could take work
+  // (false while what the work waits for is elsewhere, as a full CallGate); it must not
+  // call into the pool.
+  explicit ThreadPool(int max_threads, std::chrono::microseconds grow_every = std::chrono::microseconds(0),
+                      std::function<bool()> may_grow = nullptr)
+      : max_threads_(max_threads < 1 ? 1 : max_threads), grow_every_(grow_every), may_grow_(std::move(may_grow)) {}
   ~ThreadPool() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -91,12 +95,15 @@ class ThreadPool {
       uint64_t taken = taken_;
       auto until = std::chrono::steady_clock::now() + grow_every_;
       grow_cv_.wait_until(lock, until, [this] { return stopping_; });  // Posts meanwhile do not hurry it
-      if (!stopping_ && Backlogged() && taken_ == taken) threads_.emplace_back([this] { Work(); });
+      if (!stopping_ && Backlogged() && taken_ == taken && (!may_grow_ || may_grow_())) {
+        threads_.emplace_back([this] { Work(); });
+      }
     }
   }
 
   const size_t max_threads_;
   const std::chrono::microseconds grow_every_;
+  const std::function<bool()> may_grow_;
   mutable std::mutex mu_;
   std::condition_variable cv_;       // work queued, or stopping
   std::condition_variable grow_cv_;  // the pool may be backlogged, or stopping

@@ -570,7 +570,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     }
     ReturnsScope returns(spec);
     output = call(args);
-    if (current_deferral_ && current_deferral_->taken()) {  // its completion makes the result
+    if (output.empty() && current_deferral_ && current_deferral_->taken()) {  // its completion makes the result
       hooks_.set_current_task("", nullptr);
       return rpc::TaskResult();
     }

@@ -207,10 +207,12 @@ class TaskReceiver {
   // A concurrency group's threads, and its gate: calls in flight (deferred ones hold no
   // thread) within the group's size.
   struct CallPool {
-    // While calls wait and no thread is free, a thread is added at most this often: a
-    // burst of deferred calls, each quick on its thread, does not start a thread per call.
+    // While calls wait and no thread is free, a thread is added once the threads took no
+    // call for this long (blocked, not busy): a stream of deferred calls, each quick on its
+    // thread, does not start a thread per call.
     static constexpr std::chrono::microseconds kGrowEvery{1000};
-    explicit CallPool(int size) : gate(size), threads(size, kGrowEvery) {}
+    // No thread is added while the gate is full: it would only wait there.
+    explicit CallPool(int size) : gate(size), threads(size, kGrowEvery, [this] { return gate.HasRoom(); }) {}
     CallGate gate;  // outlives the threads' last calls
     ThreadPool threads;
   };
