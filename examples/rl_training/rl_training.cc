@@ -232,7 +232,15 @@ int main(int argc, char** argv) {
   int generation = 0;
   auto group = [&generation] { return "learners-" + std::to_string(generation); };
   rl::Optimizer fresh;
-  if (o.parameter_server()) roles.server = orb::Actor(ParameterServer::Create).SetResource("CPU", 0).Remote();
+  // The parameter server holds no resources, so by default it could start on any node (as
+  // in Ray); it is the job's state, so it stays beside the driver, whose node outlives the
+  // worker pods.
+  if (o.parameter_server()) {
+    roles.server = orb::Actor(ParameterServer::Create)
+                       .SetResource("CPU", 0)
+                       .SetSchedulingStrategy(orb::NodeAffinitySchedulingStrategy{orb::GetRuntimeContext().GetNodeId(), /*soft=*/true})
+                       .Remote();
+  }
   MakeLearners(roles, o, group(), fresh.state);
   orb::ObjectRef<std::vector<double>> checkpoint = orb::Put(fresh.state);
   int checkpoint_iteration = 0;  // the first iteration not in the checkpoint
