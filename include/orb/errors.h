@@ -63,6 +63,12 @@ class OutOfDiskError : public Error {
  public:
   using Error::Error;
 };
+// A named actor or placement group was created with a name its namespace already
+// holds (Ray's Python raises ValueError; orb's Python does too).
+class NameTakenError : public Error {
+ public:
+  using Error::Error;
+};
 // The task was cancelled (orb::Cancel) before it finished: taken out of its queue,
 // interrupted while running, or its worker killed (force).
 class TaskCancelledError : public Error {

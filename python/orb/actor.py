@@ -169,25 +169,30 @@ class ActorClass:
     def remote(self, *args, **kwargs):
         from orb import _check_initialized
         _check_initialized("remote")
-        name = self._options.get("name")
-        if name:
-            found = _core.get_named_actor(name, self._options.get("namespace") or "")
-            if found and self._options.get("get_if_exists"):
+        if self._options.get("get_if_exists"):
+            found = self._named_actor()
+            if found:
                 return self._handle(found)
-            if found:  # as Ray's (the GCS refuses it too, should another caller take the name first)
-                raise ValueError("an actor named %r already exists in namespace %r. Please use a different name, "
-                                 "or get the existing actor with orb.get_actor(%r)"
-                                 % (name, self._options.get("namespace") or _core.namespace(), name))
         if self._descriptor is None:
             self._descriptor, self._pickled = _export.descriptor_of(self._cls)
         _export.export(self._descriptor, self._pickled)
         _arguments.check_call(self._meta.signatures.get("__init__"), args, kwargs, self._cls.__qualname__)
         packed = _arguments.pack(args, kwargs, self._cls.__qualname__)
-        actor_id = _core.create_actor(self._descriptor, packed, self._core_options)
+        try:
+            actor_id = _core.create_actor(self._descriptor, packed, self._core_options)
+        except _core.NameTakenError:  # a ValueError, as Ray's
+            # With get_if_exists: another caller created it since the lookup above.
+            found = self._named_actor() if self._options.get("get_if_exists") else None
+            if not found:
+                raise
+            return self._handle(found)
         # As Ray's: an actor with neither a name nor a detached lifetime lives as long as
         # a handle to it does, in any process.
         collected = not self._options.get("name") and self._options.get("lifetime") != "detached"
         return self._handle(actor_id, _core.track_actor(actor_id) if collected else None)
+
+    def _named_actor(self):
+        return _core.get_named_actor(self._options["name"], self._options.get("namespace") or "")
 
     def _handle(self, actor_id, lifetime_ref=None):
         return ActorHandle(actor_id, self._meta, lifetime_ref)

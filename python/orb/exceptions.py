@@ -10,6 +10,7 @@ from orb._core import (  # noqa: F401 (re-exported)
     CollectiveError,
     GetTimeoutError,
     InfeasibleError,
+    NameTakenError,
     ObjectLostError,
     ObjectStoreFullError,
     OrbError,
@@ -45,7 +46,7 @@ TaskError.as_instanceof_cause = _as_instanceof_cause
 # StopIteration instead).
 
 __all__ = ["OrbError", "TaskError", "WorkerCrashedError", "ActorDiedError", "ObjectLostError", "OwnerDiedError",
-           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "CollectiveError", "RuntimeEnvError", "TaskCancelledError", "RayError",
+           "GetTimeoutError", "ObjectStoreFullError", "OutOfDiskError", "OutOfMemoryError", "InfeasibleError", "NameTakenError", "CollectiveError", "RuntimeEnvError", "TaskCancelledError", "RayError",
            "RayTaskError", "OrbTaskError", "RayActorError", "RuntimeEnvSetupError", "ObjectRefStreamEndOfStreamError"]
 
 _dual_classes = {}

@@ -155,6 +155,8 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<orb::CollectiveError>(m, "CollectiveError", error.ptr());
   py::register_exception<orb::RuntimeEnvError>(m, "RuntimeEnvError", error.ptr());
   py::register_exception<orb::TaskCancelledError>(m, "TaskCancelledError", error.ptr());
+  // Also a ValueError, as Ray's "Actor with name ... already exists" is.
+  py::register_exception<orb::NameTakenError>(m, "NameTakenError", py::make_tuple(error, py::handle(PyExc_ValueError)));
   py::register_exception<orb::ObjectRefStreamEndOfStreamError>(m, "ObjectRefStreamEndOfStreamError", error.ptr());
 
   orb::python::DefineRefs(m);

@@ -202,8 +202,10 @@ class CoreWorker : public Runtime {
     CallOptions call = CallOptions::RetriedFor(kGcsReconnectWindow);
     if (timeout.count() > 0) call.timeout = timeout;
     auto reply = gcs_->CallSync<Reply>(bound, request, call);
-    if (!reply.ok()) throw Error(what + ": " + std::string(reply.status().message()));
-    return std::move(*reply);
+    if (reply.ok()) return std::move(*reply);
+    std::string message = what + ": " + std::string(reply.status().message());
+    if (reply.status().code() == absl::StatusCode::kAlreadyExists) throw NameTakenError(message);
+    throw Error(message);
   }
   ObjectID NextPutId();
   // The value of one object, waiting until `deadline`; throws orb::Error subclasses.

@@ -26,6 +26,20 @@ class InlineArg : public internal::ValueBuffer {
   const std::string* bytes_;  // owned by the request, which outlives the call
 };
 
+// A result that is one error, standing for every return of `spec`.
+rpc::TaskResult FailedResult(const rpc::TaskSpec& spec, rpc::ErrorType type, const std::string& message) {
+  rpc::TaskResult result;
+  result.set_task_id(spec.task_id());
+  result.set_return_id(spec.return_id());
+  result.mutable_value()->mutable_error()->set_type(type);
+  result.mutable_value()->mutable_error()->set_message(message);
+  return result;
+}
+
+std::string IntendedExitMessage(const rpc::TaskSpec& spec) {
+  return "the actor exited on purpose (INTENDED_USER_EXIT): " + spec.function_name() + " called orb::ExitActor()";
+}
+
 }  // namespace
 
 // A pool's call, which its code may take over (internal::DeferCurrentCall) and complete
@@ -34,9 +48,10 @@ class InlineArg : public internal::ValueBuffer {
 // thread has handed the call off, so that the answer never races the call's own start.
 class TaskReceiver::Deferral : public internal::DeferredCall {
  public:
-  using Done = std::function<void(rpc::TaskResult)>;
-  Deferral(TaskReceiver* receiver, const rpc::TaskSpec* spec, Done done)
-      : receiver_(receiver), spec_(spec), done_(std::move(done)), token_(next_token_++) {}
+  Deferral(TaskReceiver* receiver, const rpc::TaskSpec* spec, CallDone done, int64_t start_ns)
+      : receiver_(receiver), spec_(spec), done_(std::move(done)), token_(next_token_++), start_ns_(start_ns) {
+    receiver_->Redirect(spec_->task_id(), token_);  // a cancel now reaches the call by its token
+  }
 
   uint64_t token() const override { return token_; }
   void Complete(std::string output, std::vector<internal::RefData> refs) override {
@@ -45,20 +60,14 @@ class TaskReceiver::Deferral : public internal::DeferredCall {
   void CompleteWithActorExit() override {
     receiver_->actor_exited_ = true;
     receiver_->exit_requested_ = true;
-    Finish(Failed(rpc::ACTOR_DIED,
-                  "the actor exited on purpose (INTENDED_USER_EXIT): " + spec_->function_name() + " called orb::ExitActor()"));
+    Finish(FailedResult(*spec_, rpc::ACTOR_DIED, IntendedExitMessage(*spec_)));
   }
-  void Fail(const std::string& message) override { Finish(Failed(rpc::TASK_ERROR, spec_->function_name() + ": " + message)); }
+  void Fail(const std::string& message) override {
+    Finish(FailedResult(*spec_, rpc::TASK_ERROR, spec_->function_name() + ": " + message));
+  }
 
-  // On the thread that runs the call.
-  void Start(int64_t start_ns) { start_ns_ = start_ns; }
-  // DeferCurrentCall: a cancel now reaches the call by its token.
-  void Take() {
-    taken_ = true;
-    receiver_->Redirect(spec_->task_id(), token_);
-  }
-  bool taken() const { return taken_; }
-  // The call's code returned after taking it: the completion answers it.
+  // On the thread that ran the call. Its code returned after deferring it: the
+  // completion answers it.
   void HandOff() {
     std::optional<rpc::TaskResult> early;
     {
@@ -75,14 +84,6 @@ class TaskReceiver::Deferral : public internal::DeferredCall {
   }
 
  private:
-  rpc::TaskResult Failed(rpc::ErrorType type, const std::string& message) const {
-    rpc::TaskResult result;
-    result.set_task_id(spec_->task_id());
-    result.set_return_id(spec_->return_id());
-    result.mutable_value()->mutable_error()->set_type(type);
-    result.mutable_value()->mutable_error()->set_message(message);
-    return result;
-  }
   void Finish(rpc::TaskResult result) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -97,29 +98,29 @@ class TaskReceiver::Deferral : public internal::DeferredCall {
   }
   void Answer(rpc::TaskResult result) {
     receiver_->AfterRun(*spec_, start_ns_, &result);
-    Done done = std::move(done_);
+    CallDone done = std::move(done_);
     done(std::move(result));
   }
 
   static inline std::atomic<uint64_t> next_token_{1};  // thread IDs are addresses: never this small
   TaskReceiver* receiver_;
   const rpc::TaskSpec* spec_;  // the batch's, which `done_` keeps alive
-  Done done_;
+  CallDone done_;
   const uint64_t token_;
-  int64_t start_ns_ = 0;
-  bool taken_ = false;  // on the running thread only
+  const int64_t start_ns_;
   std::mutex mu_;
   bool handed_off_ = false;             // guarded by mu_
   bool finished_ = false;               // guarded by mu_
   std::optional<rpc::TaskResult> early_;  // completed before the hand-off; guarded by mu_
 };
 
-thread_local std::shared_ptr<TaskReceiver::Deferral> TaskReceiver::current_deferral_;
+thread_local TaskReceiver::DeferrableCall* TaskReceiver::current_call_ = nullptr;
 
 std::shared_ptr<internal::DeferredCall> TaskReceiver::DeferCurrentCall() {
-  if (!current_deferral_ || current_deferral_->taken()) return nullptr;
-  current_deferral_->Take();
-  return current_deferral_;
+  DeferrableCall* call = current_call_;
+  if (!call || call->deferral) return nullptr;
+  call->deferral = std::make_shared<Deferral>(call->receiver, call->spec, *call->done, call->start_ns);
+  return call->deferral;
 }
 
 void TaskReceiver::Redirect(const std::string& task_id, uint64_t token) {
@@ -295,7 +296,7 @@ void TaskReceiver::RunOnPool(Batch batch) {
     CallPool* pool = PoolFor(shared->request->tasks(i));
     pool->threads.Post([this, shared, results, reports, remaining, report_early, i, pool] {
       pool->gate.Enter();
-      auto done = [this, shared, results, reports, remaining, report_early, i, pool](rpc::TaskResult result) {
+      const CallDone done = [this, shared, results, reports, remaining, report_early, i, pool](rpc::TaskResult result) {
         pool->gate.Leave();
         results->Set(i, std::move(result));
         if (remaining->fetch_sub(1) != 1) {
@@ -310,9 +311,9 @@ void TaskReceiver::RunOnPool(Batch batch) {
         shared->send(grpc::Status::OK);
         if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
       };
-      const rpc::TaskSpec& spec = shared->request->tasks(i);
-      auto deferral = std::make_shared<Deferral>(this, &spec, done);
-      if (std::optional<rpc::TaskResult> result = Run(spec, results.get(), deferral)) done(std::move(*result));
+      if (std::optional<rpc::TaskResult> result = Run(shared->request->tasks(i), results.get(), &done)) {
+        done(std::move(*result));
+      }
     });
   }
 }
@@ -437,15 +438,10 @@ bool TaskReceiver::TakeCancel(const std::string& task_id) {
   return !cancels_.empty() && cancels_.erase(task_id) > 0;
 }
 
-std::optional<rpc::TaskResult> TaskReceiver::Run(const rpc::TaskSpec& spec, BatchResults* batch,
-                                                 std::shared_ptr<Deferral> deferral) {
+std::optional<rpc::TaskResult> TaskReceiver::Run(const rpc::TaskSpec& spec, BatchResults* batch, const CallDone* done) {
   int64_t start_ns = UnixNanos();
   if (TakeCancel(spec.task_id())) {
-    rpc::TaskResult result;
-    result.set_task_id(spec.task_id());
-    result.set_return_id(spec.return_id());
-    result.mutable_value()->mutable_error()->set_type(rpc::TASK_CANCELLED);
-    result.mutable_value()->mutable_error()->set_message("task '" + spec.function_name() + "' was cancelled before it ran");
+    rpc::TaskResult result = FailedResult(spec, rpc::TASK_CANCELLED, "task '" + spec.function_name() + "' was cancelled before it ran");
     if (hooks_.on_task_ran) hooks_.on_task_ran(spec, start_ns, UnixNanos(), &result.value().error());
     return result;
   }
@@ -453,17 +449,15 @@ std::optional<rpc::TaskResult> TaskReceiver::Run(const rpc::TaskSpec& spec, Batc
     std::lock_guard<std::mutex> lock(cancel_mu_);
     running_[spec.task_id()] = Running{static_cast<uint64_t>(pthread_self()), !spec.actor_id().empty()};
   }
-  if (deferral) {
-    deferral->Start(start_ns);
-    current_deferral_ = deferral;
-  }
+  DeferrableCall call{this, &spec, done, start_ns, nullptr};
+  if (done) current_call_ = &call;
   rpc::TaskResult result = ExecuteOne(spec, batch);
-  current_deferral_.reset();
-  if (deferral && deferral->taken() && result.task_id().empty()) {  // deferred: its completion answers
-    deferral->HandOff();
+  current_call_ = nullptr;
+  if (call.deferral && result.task_id().empty()) {  // deferred: its completion answers
+    call.deferral->HandOff();
     return std::nullopt;
   }
-  if (deferral) deferral->Abandon();
+  if (call.deferral) call.deferral->Abandon();
   AfterRun(spec, start_ns, &result);
   return result;
 }
@@ -491,15 +485,9 @@ void TaskReceiver::AfterRun(const rpc::TaskSpec& spec, int64_t start_ns, rpc::Ta
 }
 
 rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch) {
-  rpc::TaskResult result;
-  result.set_task_id(spec.task_id());
-  result.set_return_id(spec.return_id());
   auto fail = [&](rpc::ErrorType type, const std::string& message) {
     internal::ClearSerializedRefs();  // a failed task returns no refs
-    result.clear_more_values();       // its one error stands for every return
-    result.mutable_value()->mutable_error()->set_type(type);
-    result.mutable_value()->mutable_error()->set_message(message);
-    return result;
+    return FailedResult(spec, type, message);
   };
   using Args = std::vector<std::shared_ptr<internal::ValueBuffer>>;
   const auto& registry = internal::FunctionRegistry::Instance();
@@ -570,7 +558,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     }
     ReturnsScope returns(spec);
     output = call(args);
-    if (output.empty() && current_deferral_ && current_deferral_->taken()) {  // its completion makes the result
+    if (output.empty() && current_call_ && current_call_->deferral) {  // its completion makes the result
       hooks_.set_current_task("", nullptr);
       return rpc::TaskResult();
     }
@@ -580,7 +568,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
     hooks_.set_current_task("", nullptr);
     actor_exited_ = true;
     exit_requested_ = true;
-    return fail(rpc::ACTOR_DIED, "the actor exited on purpose (INTENDED_USER_EXIT): " + spec.function_name() + " called orb::ExitActor()");
+    return fail(rpc::ACTOR_DIED, IntendedExitMessage(spec));
   } catch (const internal::ArgumentError& e) {
     hooks_.set_current_task("", nullptr);
     return fail(rpc::BAD_ARGUMENT, spec.function_name() + ": " + e.what());
@@ -612,12 +600,7 @@ rpc::TaskResult TaskReceiver::StoreResult(const rpc::TaskSpec& spec, std::string
   rpc::TaskResult result;
   result.set_task_id(spec.task_id());
   result.set_return_id(spec.return_id());
-  auto fail = [&](rpc::ErrorType type, const std::string& message) {
-    result.clear_more_values();
-    result.mutable_value()->mutable_error()->set_type(type);
-    result.mutable_value()->mutable_error()->set_message(message);
-    return result;
-  };
+  auto fail = [&](rpc::ErrorType type, const std::string& message) { return FailedResult(spec, type, message); };
   int num_returns = NumReturns(spec);
   if (num_returns > 1 && more.empty()) {
     // It handed back one value (a failure, raised again by whoever reads it): every

@@ -169,15 +169,24 @@ class TaskReceiver {
   };
   // Runs a batch: in order on this thread, or on the pool for a concurrent actor.
   void RunBatch(Batch batch);
-  // A pool's call that its code may defer (see internal::DeferCurrentCall), and the one
-  // the running thread may defer now (set by Run while it runs a pool's call).
+  // A pool's call that its code deferred (see internal::DeferCurrentCall); made only then.
   class Deferral;
-  static thread_local std::shared_ptr<Deferral> current_deferral_;
+  using CallDone = std::function<void(rpc::TaskResult)>;
+  // The pool's call this thread runs now, which its code may defer (set by Run).
+  struct DeferrableCall {
+    TaskReceiver* receiver;
+    const rpc::TaskSpec* spec;
+    const CallDone* done;
+    int64_t start_ns;
+    std::shared_ptr<Deferral> deferral;  // once deferred
+  };
+  static thread_local DeferrableCall* current_call_;
   // A deferred call's cancel goes to its token from now on.
   void Redirect(const std::string& task_id, uint64_t token);
   rpc::TaskResult Execute(const rpc::TaskSpec& spec, BatchResults* batch) { return *Run(spec, batch, nullptr); }
-  // Runs a task: its result, or nothing when its code deferred it (`deferral` then answers).
-  std::optional<rpc::TaskResult> Run(const rpc::TaskSpec& spec, BatchResults* batch, std::shared_ptr<Deferral> deferral);
+  // Runs a task: its result, or nothing when its code deferred it (a pool's call, given
+  // `done`: the deferral's completion then answers through it).
+  std::optional<rpc::TaskResult> Run(const rpc::TaskSpec& spec, BatchResults* batch, const CallDone* done);
   rpc::TaskResult ExecuteOne(const rpc::TaskSpec& spec, BatchResults* batch);
   // The result of a task whose code returned `output` (and returns 2.. in `more`), stored.
   rpc::TaskResult StoreResult(const rpc::TaskSpec& spec, std::string output, std::vector<internal::ReturnData> more,

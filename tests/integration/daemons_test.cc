@@ -26,6 +26,7 @@
 #include "gcs_service.grpc.pb.h"
 #include "gossip.grpc.pb.h"
 #include "raylet_service.grpc.pb.h"
+#include "wait_for.h"
 
 namespace fs = std::filesystem;
 using namespace orb;
@@ -78,14 +79,7 @@ std::unique_ptr<Daemon> StartRaylet(const TempDir& dir, const std::string& gcs, 
   return d;
 }
 
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
+using orb::testing::WaitFor;
 
 int RunAndWait(const std::vector<std::string>& argv, const std::string& out) {
   ProcessOptions p;

@@ -18,8 +18,10 @@
 
 #include "common/event_loop.h"
 #include "raylet/object_store/local_object_store.h"
+#include "wait_for.h"
 
 using namespace orb;
+using orb::testing::WaitFor;
 namespace fs = std::filesystem;
 
 namespace {
@@ -59,14 +61,6 @@ size_t SpillFilesIn(const std::string& dir) {
   return n;
 }
 
-bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // A directory of its own, optionally a tmpfs of `tmpfs_bytes`; removed (unmounted) at the end.
 struct ScratchDir {

@@ -10,6 +10,7 @@
 
 #include "common/call_gate.h"
 #include "common/thread_pool.h"
+#include "wait_for.h"
 
 using namespace orb;
 using namespace std::chrono_literals;
@@ -36,15 +37,6 @@ struct Latch {
   }
 };
 
-template <class Pred>
-bool Within(std::chrono::milliseconds limit, Pred pred) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -52,7 +44,7 @@ TEST_CASE("a plain pool starts a thread for each item no free thread takes", "[t
   Latch latch;
   ThreadPool pool(8);
   for (int i = 0; i < 4; ++i) pool.Post([&] { latch.Block(); });
-  REQUIRE(Within(5000ms, [&] { return latch.started == 4; }));
+  REQUIRE(orb::testing::WaitFor([&] { return latch.started == 4; }, 5000ms, 1ms));
   REQUIRE(pool.threads() == 4);
   latch.Open();
 }
@@ -61,7 +53,7 @@ TEST_CASE("a growing pool adds threads while its threads are blocked", "[thread_
   Latch latch;
   ThreadPool pool(8, 1000us);
   for (int i = 0; i < 4; ++i) pool.Post([&] { latch.Block(); });
-  REQUIRE(Within(5000ms, [&] { return latch.started == 4; }));  // one thread per blocked millisecond
+  REQUIRE(orb::testing::WaitFor([&] { return latch.started == 4; }, 5000ms, 1ms));  // one thread per blocked millisecond
   REQUIRE(pool.threads() == 4);
   latch.Open();
 }
@@ -70,7 +62,7 @@ TEST_CASE("a growing pool does not start a thread per item of a burst of quick w
   std::atomic<int> done{0};
   ThreadPool pool(1000, 1000us);
   for (int i = 0; i < 2000; ++i) pool.Post([&] { ++done; });
-  REQUIRE(Within(10000ms, [&] { return done == 2000; }));
+  REQUIRE(orb::testing::WaitFor([&] { return done == 2000; }, 10000ms, 1ms));
   REQUIRE(pool.threads() < 50);  // a thread per item would be ~2000
 }
 
@@ -79,12 +71,12 @@ TEST_CASE("a growing pool adds no thread while may_grow says no", "[thread_pool]
   std::atomic<bool> may{false};
   ThreadPool pool(8, 1000us, [&] { return may.load(); });
   for (int i = 0; i < 3; ++i) pool.Post([&] { latch.Block(); });
-  REQUIRE(Within(5000ms, [&] { return latch.started == 1; }));
+  REQUIRE(orb::testing::WaitFor([&] { return latch.started == 1; }, 5000ms, 1ms));
   std::this_thread::sleep_for(30ms);
   REQUIRE(latch.started == 1);
   REQUIRE(pool.threads() == 1);
   may = true;
-  REQUIRE(Within(5000ms, [&] { return latch.started == 3; }));
+  REQUIRE(orb::testing::WaitFor([&] { return latch.started == 3; }, 5000ms, 1ms));
   latch.Open();
 }
 
