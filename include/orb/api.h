@@ -119,11 +119,11 @@ WaitResult<T> Wait(const std::vector<ObjectRef<T>>& refs, int num_objects, int64
 // gets KeyboardInterrupt; C++ code is not interrupted, and finishes unless `force`);
 // `force` kills the worker running it. `recursive`: the tasks it submitted are cancelled
 // too. Get then throws TaskCancelledError; a task that had already finished keeps its
-// result. Only the owner (the process that submitted the task) can cancel it; an actor
-// call can be cancelled only while queued, and never with `force` (std::invalid_argument).
+// result. A process that borrowed `ref` cancels through the task's owner; an actor call
+// can be cancelled only while queued, and never with `force` (std::invalid_argument).
 template <class T>
 void Cancel(const ObjectRef<T>& ref, bool force = false, bool recursive = true) {
-  internal::CancelTask(ref.data().id, force, recursive);
+  internal::CancelTask(ref.data(), force, recursive);
 }
 
 struct NodeInfo {

@@ -195,6 +195,8 @@ def get(refs, *, timeout=None):
     """The value of an ObjectRef, or the values of a list of them, waiting up to
     `timeout` seconds (None: without limit) before raising GetTimeoutError."""
     _check_initialized("get")
+    if isinstance(refs, ObjectRefGenerator):  # as Ray's: a generator is its own value
+        return refs
     single = isinstance(refs, ObjectRef)
     ref_list = [refs] if single else list(refs)
     for r in ref_list:
@@ -310,8 +312,8 @@ def cancel(ref, *, force=False, recursive=True):
     `force=True` kills the worker running it; `recursive` cancels the tasks it submitted
     too. orb.get then raises TaskCancelledError; a task that had already finished keeps
     its result. A running sync actor call is left to finish, and `force` is refused for
-    actor calls (ValueError), as in Ray. Only the process that submitted the task can
-    cancel it (ValueError otherwise)."""
+    actor calls (ValueError), as in Ray. A process that borrowed `ref` cancels through
+    the task's owner."""
     _check_initialized("cancel")
     if isinstance(ref, ObjectRefGenerator):  # a streaming task, as Ray's
         ref = ref.completed()

@@ -12,6 +12,7 @@ class ObjectRefGenerator:
     def __init__(self, task_ref):
         self._task_ref = task_ref  # the task's own result: its item count, or its error
         self._ended = False
+        self._taken = 0  # items taken by next()
 
     def __iter__(self):
         return self
@@ -32,6 +33,7 @@ class ObjectRefGenerator:
             raise StopIteration
         ref = _core.next_generator_item(self._task_ref, timeout_ms)
         if ref is not None:
+            self._taken += 1
             return ref
         self._ended = True
         if self._failed():
@@ -56,7 +58,28 @@ class ObjectRefGenerator:
                 self._ended = True
                 break
             taken.append(ref)
+        self._taken += len(taken)
         return taken
+
+    def next_ready(self):
+        """Ray's: whether next() would return at once (an item, or the error where the
+        generator failed); False when it would wait, or raise StopIteration."""
+        return not self.is_finished() and self._ready(0)
+
+    def is_finished(self):
+        """Ray's: whether the task ended and every item (and its error, if it failed)
+        was taken: next() would raise StopIteration."""
+        if self._ended:
+            return True
+        if not _core.generator_item_ready(self._task_ref, 0):
+            return False
+        from orb import get, wait
+        if not wait([self._task_ref], timeout=0)[0]:
+            return False  # an item is here, the end is not
+        try:
+            return get(self._task_ref) == self._taken
+        except Exception:
+            return False  # its error is not taken yet
 
     def _failed(self):
         from orb import get

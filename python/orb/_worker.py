@@ -11,6 +11,7 @@ import importlib
 import inspect
 import os
 import pickle
+import queue
 import signal
 import sys
 import threading
@@ -23,6 +24,7 @@ from orb.cross_language import pack_value, unpack_value
 
 # The num_returns the core asks of a streaming generator task.
 STREAMING = -1
+_END = object()  # the end of an async generator's items
 
 # The Python class of the actor this worker hosts, once its constructor runs.
 current_actor_class = None
@@ -286,16 +288,52 @@ class Executor:
         return count
 
     def _async_items(self, generator):
-        """An async generator's items, each awaited on the actor's event loop."""
+        """An async generator's items, made by one task on the actor's event loop (so the
+        generator runs in one asyncio task throughout, as in Ray) and handed to this
+        thread, which reports each; the task waits for each hand-off to finish, so the
+        caller's backpressure pauses the generator. orb.cancel cancels the task."""
         loop = self._event_loop()
+        handoff = queue.SimpleQueue()  # (item, taken) / (exception, None) / (_END, None)
+
+        async def drive():
+            try:
+                async for item in generator:
+                    taken = loop.create_future()  # True: nobody reads on, stop
+                    handoff.put((item, taken))
+                    if await taken:
+                        break
+            except BaseException as e:  # its error (or its cancel) ends the stream here
+                handoff.put((e, None))
+                return
+            finally:
+                await generator.aclose()
+            handoff.put((_END, None))
+
+        def answer(taken, stop):
+            loop.call_soon_threadsafe(lambda: taken.done() or taken.set_result(stop))
+
+        future = asyncio.run_coroutine_threadsafe(drive(), loop)
+        ident = threading.get_ident()
+        self._async_calls[ident] = future
         try:
             while True:
+                item, taken = handoff.get()
+                if taken is None:
+                    if item is _END:
+                        return
+                    if isinstance(item, asyncio.CancelledError) and future.cancelled():
+                        raise KeyboardInterrupt("the call was cancelled") from None
+                    raise item
                 try:
-                    yield asyncio.run_coroutine_threadsafe(generator.__anext__(), loop).result()
-                except StopAsyncIteration:
-                    return
+                    yield item
+                except GeneratorExit:
+                    answer(taken, True)
+                    raise
+                answer(taken, False)
         finally:
-            asyncio.run_coroutine_threadsafe(generator.aclose(), loop).result()
+            self._async_calls.pop(ident, None)
+            if not future.done():
+                future.cancel()
 
     def cancel_async_call(self, ident):
         """orb.cancel of the actor call running on thread `ident`: cancels its coroutine

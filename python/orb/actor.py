@@ -109,6 +109,10 @@ class _ActorClassMethodMetadata:
 ASYNC_DEFAULT_CONCURRENCY = 1000
 
 
+class ActorClassInheritanceException(TypeError):
+    """A class inherits from an actor class (Ray's name): inherit from the plain class."""
+
+
 class ActorClass:
     def __init__(self, cls, options):
         _options.check(options, _options.ACTOR_OPTIONS, "an actor class")
@@ -152,7 +156,7 @@ class ActorClass:
         return (self.options(**options) if options else self).remote(*(args or ()), **(kwargs or {}))
 
     def __mro_entries__(self, bases):
-        raise TypeError("Inheriting from actor classes is not currently supported (as in Ray): inherit from the "
+        raise ActorClassInheritanceException("Inheriting from actor classes is not currently supported (as in Ray): inherit from the "
                         "plain class %s and make the subclass an actor class with @orb.remote" % self._cls.__qualname__)
 
     def __call__(self, *args, **kwargs):

@@ -286,7 +286,7 @@ PYBIND11_MODULE(_core, m) {
       "cancel",
       [](const std::shared_ptr<PyObjectRef>& ref, bool force, bool recursive) {
         py::gil_scoped_release release;
-        orb::internal::CancelTask(ref->ref().id, force, recursive);
+        orb::internal::CancelTask(ref->ref(), force, recursive);
       },
       py::arg("ref"), py::arg("force"), py::arg("recursive"));
   m.def("nodes", [] {

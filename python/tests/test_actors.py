@@ -148,10 +148,20 @@ def test_placement_groups(embedded):
         while time.time() < deadline:
             orb.get(c.incr.remote(), timeout=30)
             time.sleep(0.05)
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="Invalid placement group strategy 'TIGHT'"):
         placement_group([{"CPU": 1}], strategy="TIGHT")
     with pytest.raises(ValueError, match="non-empty list"):
         placement_group([])
+    # Ray's checks and messages, also callable before creating a group.
+    from orb.util.placement_group import validate_placement_group
+    for bad, message in [("CPU", "must be a list"), ([{"CPU": "1"}], "resource dictionaries"),
+                         ([{1: 1}], "resource dictionaries"), ([{"CPU": 0}], "only 0 values"),
+                         ([{"CPU": -1}], ">= 0")]:
+        with pytest.raises(ValueError, match=message):
+            placement_group(bad)
+    with pytest.raises(ValueError, match="lifetime"):
+        validate_placement_group([{"CPU": 1}], lifetime="forever")
+    validate_placement_group([{"CPU": 1, "custom": 2.5}], strategy="STRICT_SPREAD")
 
 
 def test_detached_actor_outlives_its_driver(cli_cluster):
@@ -359,7 +369,8 @@ def test_a_method_is_found_on_the_class_even_when_an_attribute_shares_its_name(e
 
 
 def test_actor_classes_cannot_be_subclassed_nor_async_functions_made_remote(embedded):
-    with pytest.raises(TypeError, match="Inheriting from actor classes is not currently supported"):
+    from orb.actor import ActorClassInheritanceException  # a TypeError, as Ray's
+    with pytest.raises(ActorClassInheritanceException, match="Inheriting from actor classes is not currently supported"):
         class Derived(Counter):
             pass
     with pytest.raises(ValueError, match="'async def' .* cannot be a remote function"):

@@ -105,7 +105,24 @@ def test_a_finished_task_keeps_its_result(cluster):
     assert orb.get(ref) == value
 
 
-def test_only_task_results_of_this_process_can_be_cancelled(cluster):
+@orb.remote
+def submits_and_returns(path):
+    return [sleep_then_mark.remote(6, path)]  # the child's ref, owned by this task's worker
+
+
+def test_a_borrowed_ref_is_cancelled_through_its_owner(cluster, scratch):
+    mark = os.path.join(scratch, "borrowed")
+    [child] = orb.get(submits_and_returns.remote(mark), timeout=30)
+    with pytest.raises(orb.exceptions.GetTimeoutError):
+        orb.get(child, timeout=1)
+    orb.cancel(child)  # this driver borrows it: its owner cancels it
+    with pytest.raises(TaskCancelledError):
+        orb.get(child, timeout=20)
+    time.sleep(6)
+    assert not os.path.exists(mark), "the cancelled task ran to its end"
+
+
+def test_only_task_results_can_be_cancelled(cluster):
     with pytest.raises(ValueError, match="made by Put"):
         orb.cancel(orb.put(1))
     with pytest.raises(TypeError):

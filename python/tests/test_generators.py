@@ -95,6 +95,14 @@ class AsyncStreamer:
             await asyncio.sleep(0.001)
             yield i * 10
 
+    async def task_names(self, n, fail_at=-1):
+        """The name of the asyncio task each item is made in."""
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError("broke at %d" % i)
+            await asyncio.sleep(0)
+            yield asyncio.current_task().get_name()
+
 
 def test_each_item_reaches_the_caller_while_the_generator_still_runs(cluster, scratch):
     gate = os.path.join(scratch, "gate")
@@ -200,6 +208,36 @@ def test_actor_methods_stream_sync_and_async(cluster):
     assert [orb.get(r) for r in t.tokens.options(num_returns="streaming").remote("a b")] == ["a", "b"]
     s = AsyncStreamer.remote()
     assert [orb.get(r) for r in s.ticks.remote(5)] == [0, 10, 20, 30, 40]  # a generator method streams
+
+
+def test_an_async_generator_method_runs_in_one_asyncio_task_and_fails_at_its_item(cluster):
+    s = AsyncStreamer.remote()
+    names = [orb.get(r) for r in s.task_names.remote(5)]
+    assert len(names) == 5 and len(set(names)) == 1  # as Ray's: one task throughout
+    refs = list(s.task_names.options(_generator_backpressure_num_objects=1).remote(4, fail_at=2))
+    assert len(refs) == 3
+    with pytest.raises(ValueError, match="broke at 2"):
+        orb.get(refs[2])
+    assert [orb.get(r) for r in s.ticks.remote(3)] == [0, 10, 20]  # the actor goes on
+
+
+def test_is_finished_and_next_ready_say_what_next_would_do(cluster, scratch):
+    gate = os.path.join(scratch, "gate")
+    gen = gated.remote(gate)
+    assert orb.get(gen) is gen  # as Ray's: a generator is its own value
+    assert orb.get(next(gen), timeout=30) == "first"
+    assert not gen.next_ready() and not gen.is_finished()  # the second waits for the gate
+    open(gate, "w").close()
+    orb.wait([gen.completed()], timeout=30)
+    assert gen.next_ready() and not gen.is_finished()
+    next(gen)
+    assert gen.is_finished() and not gen.next_ready()
+    failing = fails_after.remote(1)
+    orb.wait([failing.completed()], timeout=30)
+    next(failing)
+    assert failing.next_ready() and not failing.is_finished()  # its error is still to take
+    next(failing)
+    assert failing.is_finished() and not failing.next_ready()
 
 
 def test_a_generator_function_streams_without_being_told(cluster):

@@ -177,6 +177,16 @@ def test_capture_child_tasks_puts_children_in_the_group(cluster):
     remove_placement_group(pg)
 
 
+def test_a_task_blocked_in_get_lends_its_bundle_cpu_to_the_children_it_waits_for(cluster):
+    # One bundle of one CPU: the captured child can only run on the CPU its parent holds.
+    pg = placement_group([{"CPU": 1}])
+    assert pg.wait(30)
+    captured = PlacementGroupSchedulingStrategy(pg, 0, placement_group_capture_child_tasks=True)
+    child, own = orb.get(parent.options(scheduling_strategy=captured).remote(), timeout=30)
+    assert child == pg.id.hex() and own == pg.id.hex()
+    remove_placement_group(pg)
+
+
 def test_leaving_the_captured_group_and_looking_groups_up(cluster):
     pg = placement_group([{"CPU": 1}], name="half")
     assert pg.wait(30)

@@ -43,6 +43,7 @@ class CoreWorkerGrpcService : public RpcService {
   ORB_SERVICE_METHOD(ReportGeneratorItem)
   ORB_SERVICE_METHOD(Exit)
   ORB_SERVICE_METHOD(CancelTask)
+  ORB_SERVICE_METHOD(RemoteCancelTask)
   ORB_SERVICE_METHOD(ListOwnedObjects)
   ORB_SERVICE_METHOD(GetWorkerMetrics)
   ORB_SERVICE_METHOD(ObjectMoved)
@@ -181,7 +182,9 @@ absl::Status CoreWorker::Start() {
     hosted_actor_id_ = actor_id;
     hosted_actor_restarted_ = restarted;
   };
-  hooks.on_actor_exit = [this](const std::string& actor_id) { KillActor(actor_id, /*no_restart=*/true, "exited by orb::ExitActor()"); };
+  hooks.on_actor_exit = [this](const std::string& actor_id, const std::string& why) {
+    KillActor(actor_id, /*no_restart=*/true, why);
+  };
   hooks.report_results = [this](const rpc::Address& caller, std::vector<rpc::TaskResult> results,
                                  std::function<void(bool)> done) {
     rpc::ReportTaskResultsRequest request;
@@ -760,8 +763,14 @@ void CoreWorker::HandleReportGeneratorItem(const rpc::ReportGeneratorItemRequest
   });
 }
 
-void CoreWorker::CancelTask(const std::string& object_id, bool force, bool recursive) {
-  canceller_->Cancel(ObjectID::FromBinary(object_id), force, recursive);
+void CoreWorker::CancelTask(const internal::RefData& ref, bool force, bool recursive) {
+  canceller_->Cancel(ObjectID::FromBinary(ref.id), ref.owner, force, recursive);
+}
+
+void CoreWorker::HandleRemoteCancelTask(const rpc::RemoteCancelTaskRequest& req, rpc::RemoteCancelTaskReply* reply,
+                                        SendReply send) {
+  if (!canceller_) return send(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is starting"));
+  canceller_->HandleRemoteCancelTask(req, reply, std::move(send));
 }
 
 void CoreWorker::HandleCancelTask(const rpc::CancelTaskRequest& req, rpc::CancelTaskReply* reply, SendReply send) {

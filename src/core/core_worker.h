@@ -109,7 +109,7 @@ class CoreWorker : public Runtime {
   void WhenReady(const internal::RefData& ref, std::function<void()> callback) override;
   bool ReportGeneratorItem(internal::ReturnData item) override;
   // orb::Cancel (task_canceller.h); `object_id` is binary.
-  void CancelTask(const std::string& object_id, bool force, bool recursive) override;
+  void CancelTask(const internal::RefData& ref, bool force, bool recursive) override;
   // Empty when no live actor has that name.
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) override;
   std::string CurrentActorId() const override;  // hex; empty outside an actor
@@ -155,6 +155,7 @@ class CoreWorker : public Runtime {
                              SendReply send);
   void HandleExit(const rpc::ExitRequest& req, rpc::ExitReply* reply, SendReply send);
   void HandleCancelTask(const rpc::CancelTaskRequest& req, rpc::CancelTaskReply* reply, SendReply send);
+  void HandleRemoteCancelTask(const rpc::RemoteCancelTaskRequest& req, rpc::RemoteCancelTaskReply* reply, SendReply send);
   // A worker's results that came before the rest of their batch (TaskReceiver).
   void HandleReportGeneratorItem(const rpc::ReportGeneratorItemRequest& req, rpc::ReportGeneratorItemReply* reply,
                                  SendReply send);

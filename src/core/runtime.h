@@ -66,7 +66,7 @@ class Runtime {
     return PutWith(1, [](char* nil) { *nil = static_cast<char>(0xc0); });
   }
   // orb::Cancel. Where every task runs at once (local mode) there is nothing to cancel.
-  virtual void CancelTask(const std::string& object_id, bool force, bool recursive) {}
+  virtual void CancelTask(const internal::RefData& ref, bool force, bool recursive) {}
   virtual std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) = 0;
   virtual std::string CurrentActorId() const = 0;  // hex; empty outside an actor
   virtual bool WasCurrentActorRestarted() const = 0;

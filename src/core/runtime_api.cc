@@ -303,8 +303,8 @@ std::vector<RefData> PeekGeneratorItems(const RefData& task_ref, int64_t n) {
 
 bool ReportGeneratorItem(ReturnData item) { return TheRuntime().ReportGeneratorItem(std::move(item)); }
 
-void CancelTask(const std::string& object_id, bool force, bool recursive) {
-  TheRuntime().CancelTask(object_id, force, recursive);
+void CancelTask(const RefData& ref, bool force, bool recursive) {
+  TheRuntime().CancelTask(ref, force, recursive);
 }
 
 std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) {

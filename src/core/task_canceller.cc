@@ -19,11 +19,51 @@ bool MadeByPut(const ObjectID& id) {
 
 }  // namespace
 
-void TaskCanceller::Cancel(const ObjectID& id, bool force, bool recursive) {
-  if (!parts_.objects->IsOwned(id)) {
-    throw std::invalid_argument("cannot cancel object " + id.Hex() +
-                                ": this process does not own it (only the process that submitted a task can cancel it)");
+void TaskCanceller::Cancel(const ObjectID& id, const std::string& owner, bool force, bool recursive) {
+  if (MadeByPut(id)) throw std::invalid_argument("cannot cancel object " + id.Hex() + ": it was made by Put, not by a task");
+  if (parts_.objects->IsOwned(id)) return CancelOwned(id, force, recursive);
+  if (owner.empty()) {
+    throw std::invalid_argument("cannot cancel object " + id.Hex() + ": its owner is not known here");
   }
+  AskOwnerToCancel(id, owner, force, recursive);
+}
+
+void TaskCanceller::AskOwnerToCancel(const ObjectID& id, const std::string& owner, bool force, bool recursive) {
+  rpc::RemoteCancelTaskRequest request;
+  request.set_object_id(id.Binary());
+  request.set_force(force);
+  request.set_recursive(recursive);
+  CallOptions call;
+  call.timeout = std::chrono::seconds(10);
+  auto reply = parts_.workers->Get(owner)->CallSync<rpc::RemoteCancelTaskReply>(ORB_RPC(RemoteCancelTask), request, call);
+  if (reply.ok()) return;
+  if (reply.status().code() == absl::StatusCode::kInvalidArgument) {
+    throw std::invalid_argument(std::string(reply.status().message()));
+  }
+  // The owner is gone (its tasks and objects with it) or cannot be reached: nothing to
+  // cancel from here, as with Ray.
+  spdlog::warn("cancel of object {}: its owner at {} did not answer ({})", id.Hex(), owner, reply.status().ToString());
+}
+
+void TaskCanceller::HandleRemoteCancelTask(const rpc::RemoteCancelTaskRequest& req, rpc::RemoteCancelTaskReply*,
+                                           SendReply send) {
+  if (req.object_id().size() != ObjectID::kSize) {
+    return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "object_id must be " + std::to_string(ObjectID::kSize) + " bytes"));
+  }
+  ObjectID id = ObjectID::FromBinary(req.object_id());
+  if (!parts_.objects->IsOwned(id)) {
+    return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "cannot cancel object " + id.Hex() + ": its owner no longer knows it"));
+  }
+  try {
+    CancelOwned(id, req.force(), req.recursive());
+  } catch (const std::invalid_argument& e) {
+    return send(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e.what()));
+  }
+  send(grpc::Status::OK);
+}
+
+void TaskCanceller::CancelOwned(const ObjectID& id, bool force, bool recursive) {
   if (MadeByPut(id)) throw std::invalid_argument("cannot cancel object " + id.Hex() + ": it was made by Put, not by a task");
   if (parts_.objects->GetIfReady(id)) return;  // it finished: it keeps its result
   std::string task_id = id.Task().Binary();

@@ -39,9 +39,11 @@ class TaskCanceller {
   };
   explicit TaskCanceller(Parts parts) : parts_(std::move(parts)) {}
 
-  // Cancels the task that returns `id`. Throws std::invalid_argument when `id` is not
-  // a task result this process owns, or for `force` on an actor call.
-  void Cancel(const ObjectID& id, bool force, bool recursive);
+  // Cancels the task that returns `id`: here when this process owns it, else by asking
+  // its `owner` ("ip:port/worker", empty: not known) to. Throws std::invalid_argument
+  // when `id` is not a task result (made by Put, or owned by no one known), or for
+  // `force` on an actor call.
+  void Cancel(const ObjectID& id, const std::string& owner, bool force, bool recursive);
 
   // A task that `parent_task_id` (running here) submitted, for recursive cancels.
   void OnSubmitted(const std::string& parent_task_id, const ObjectID& child);
@@ -49,8 +51,13 @@ class TaskCanceller {
   void OnTaskEnded(const std::string& task_id);
 
   void HandleCancelTask(const rpc::CancelTaskRequest& req, rpc::CancelTaskReply* reply, SendReply send);
+  // A borrower's cancel of a task this process owns.
+  void HandleRemoteCancelTask(const rpc::RemoteCancelTaskRequest& req, rpc::RemoteCancelTaskReply* reply, SendReply send);
 
  private:
+  void CancelOwned(const ObjectID& id, bool force, bool recursive);
+  // Asks `owner` to cancel the task that returns `id`.
+  void AskOwnerToCancel(const ObjectID& id, const std::string& owner, bool force, bool recursive);
   // Cancels the children of `task_id`; `done` runs once each has been told (or failed).
   void CancelChildren(const std::string& task_id, bool force, std::function<void()> done);
   // Tells `worker` to cancel `task_id`; `done` runs when it answered (or failed).

@@ -36,8 +36,13 @@ rpc::TaskResult FailedResult(const rpc::TaskSpec& spec, rpc::ErrorType type, con
   return result;
 }
 
+// How an actor's code ends the actor, in the language of `spec` (one of its calls).
+std::string ExitCall(const rpc::TaskSpec& spec) {
+  return spec.language() == rpc::PYTHON ? "orb.actor.exit_actor()" : "orb::ExitActor()";
+}
+
 std::string IntendedExitMessage(const rpc::TaskSpec& spec) {
-  return "the actor exited on purpose (INTENDED_USER_EXIT): " + spec.function_name() + " called orb::ExitActor()";
+  return "the actor exited on purpose (INTENDED_USER_EXIT): " + spec.function_name() + " called " + ExitCall(spec);
 }
 
 }  // namespace
@@ -183,7 +188,7 @@ void TaskReceiver::RunBatch(Batch batch) {
     batch.reply->set_worker_exiting(true);
   }
   batch.send(grpc::Status::OK);
-  if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+  if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_, "exited by " + ExitCall(batch.request->tasks(0)));
   if (retiring && hooks_.on_retire) hooks_.on_retire();
 }
 
@@ -309,7 +314,9 @@ void TaskReceiver::RunOnPool(Batch batch) {
         }
         results->MoveInto(shared->reply);
         shared->send(grpc::Status::OK);
-        if (exit_requested_.exchange(false)) hooks_.on_actor_exit(actor_id_);
+        if (exit_requested_.exchange(false)) {
+          hooks_.on_actor_exit(actor_id_, "exited by " + ExitCall(shared->request->tasks(i)));
+        }
       };
       if (std::optional<rpc::TaskResult> result = Run(shared->request->tasks(i), results.get(), &done)) {
         done(std::move(*result));
@@ -512,7 +519,7 @@ rpc::TaskResult TaskReceiver::ExecuteOne(const rpc::TaskSpec& spec, BatchResults
       return fail(rpc::ACTOR_DIED, "this worker does not host the actor that " + spec.function_name() + " was sent to");
     }
     if (actor_exited_) {
-      return fail(rpc::ACTOR_DIED, "the actor exited (a call ran orb::ExitActor()) before " + spec.function_name() + " ran");
+      return fail(rpc::ACTOR_DIED, "the actor exited (a call ran " + ExitCall(spec) + ") before " + spec.function_name() + " ran");
     }
     if (!spec.concurrency_group().empty() && !group_pools_.count(spec.concurrency_group())) {
       std::string groups;

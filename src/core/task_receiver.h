@@ -95,8 +95,9 @@ class TaskReceiver {
     std::function<void(const rpc::TaskSpec&, int64_t start_ns, int64_t end_ns, const rpc::ErrorInfo* error)> on_task_ran;
     // This worker now hosts the actor (binary ID); `restarted`: its constructor ran before.
     std::function<void(const std::string& actor_id, bool restarted)> on_actor_created;
-    // A method called orb::ExitActor(); its reply has been sent.
-    std::function<void(const std::string& actor_id)> on_actor_exit;
+    // A method called orb::ExitActor() (`why` says so in the actor's language); its
+    // reply has been sent.
+    std::function<void(const std::string& actor_id, const std::string& why)> on_actor_exit;
     // Sends results to the caller ahead of the batch's reply; `done(ok)` runs once the
     // caller has recorded them (or the call failed). Null: no early reports.
     std::function<void(const rpc::Address& caller, std::vector<rpc::TaskResult> results,

@@ -63,6 +63,17 @@ absl::StatusOr<SchedulingRequest> ToSchedulingRequest(const rpc::RequestWorkerLe
   return out;
 }
 
+// What a lease lends back while its worker is blocked in Get: its CPU, plain and in a
+// placement group's bundles ("CPU_group_..."), so that the tasks it waits for can run
+// there too. GPUs, memory and custom resources stay with the task.
+ResourceSet LentWhileBlocked(const ResourceSet& held) {
+  ResourceSet cpu;
+  for (const auto& [name, amount] : held.ToMap()) {
+    if (name == "CPU" || name.rfind("CPU_group_", 0) == 0) cpu.Set(name, amount);
+  }
+  return cpu;
+}
+
 }  // namespace
 
 void LeaseGranter::UpdateClusterView(std::vector<NodeView> remote_nodes) {
@@ -426,7 +437,7 @@ void LeaseGranter::Dispatch() {
 
 ResourceSet LeaseGranter::HeldBy(const Lease& lease) {
   ResourceSet held = lease.resources;
-  if (lease.blocked) held.Set("CPU", 0);  // lent back while blocked
+  if (lease.blocked) held.Subtract(LentWhileBlocked(lease.resources));
   return held;
 }
 
@@ -500,9 +511,7 @@ void LeaseGranter::SetBlocked(const WorkerID& worker, bool blocked) {
   Lease& lease = leases_[lid->second];
   if (lease.blocked == blocked) return;
   lease.blocked = blocked;
-  // Only CPU is lent out while blocked; GPUs and custom resources stay with the task.
-  ResourceSet cpu;
-  cpu.Set("CPU", lease.resources.Get("CPU"));
+  ResourceSet cpu = LentWhileBlocked(lease.resources);
   if (blocked) {
     available_.Add(cpu);
     Dispatch();

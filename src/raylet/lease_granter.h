@@ -10,7 +10,7 @@
 // after `infeasible_grace` (time for the cluster to grow): if a node type the autoscaler
 // may launch could hold it, it keeps waiting (with a warning, as Ray's); otherwise it is
 // answered INFEASIBLE. One that names a node that does not exist (or is dead) is
-// INFEASIBLE at once. A worker blocked in Get gives its lease's CPU back until it unblocks, so
+// INFEASIBLE at once. A worker blocked in Get gives its lease's CPU (a bundle's too) back until it unblocks, so
 // tasks that wait on nested tasks cannot starve them of CPU.
 //
 // Queued work follows capacity: whenever the cluster view changes (a node joins, another

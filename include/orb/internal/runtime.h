@@ -213,8 +213,8 @@ void KillActor(const std::string& actor_id, bool no_restart);
 // holds it until done), the actor is killed. Returns that ref, holding one local
 // reference. In local mode actors are not collected.
 RefData TrackActorHandles(const std::string& actor_id);
-// Cancels the task that returns `object_id` (owned by this process): see orb::Cancel.
-void CancelTask(const std::string& object_id, bool force, bool recursive);
+// Cancels the task that returns `ref` (through its owner when not this process): see orb::Cancel.
+void CancelTask(const RefData& ref, bool force, bool recursive);
 // The binary ID of the live actor with that name, or empty.
 std::string GetNamedActor(const std::string& name, const std::string& ray_namespace);
 std::string CurrentActorId();  // hex; empty outside an actor

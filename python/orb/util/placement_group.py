@@ -9,6 +9,7 @@ together, for tasks and actors to run in.
 from orb import _core
 
 STRATEGIES = {"PACK": 0, "SPREAD": 1, "STRICT_PACK": 2, "STRICT_SPREAD": 3}
+VALID_PLACEMENT_GROUP_STRATEGIES = set(STRATEGIES)  # Ray's name
 
 
 class PlacementGroup:
@@ -45,23 +46,41 @@ def _ready_check(id_hex):
     return True
 
 
+def _validate_bundles(bundles):
+    """Ray's check of a placement group's bundles, with its messages."""
+    if not isinstance(bundles, (list, tuple)):
+        raise ValueError("Placement group bundles must be a list, got %s." % type(bundles).__name__)
+    if not bundles:
+        raise ValueError("Placement group bundles must be a non-empty list of resource dictionaries. "
+                         "For example: `[{\"CPU\": 1.0}, {\"GPU\": 1.0}]`. Got %r." % (bundles,))
+    for bundle in bundles:
+        if not isinstance(bundle, dict) or not all(isinstance(k, str) for k in bundle) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in bundle.values()):
+            raise ValueError("Placement group bundles must be a non-empty list of resource dictionaries "
+                             "(resource name to a number). Got %r." % (bundles,))
+        if any(v < 0 for v in bundle.values()):
+            raise ValueError("bundle amounts must be numbers >= 0, not %r" % (bundle,))
+        if not bundle or all(v == 0 for v in bundle.values()):
+            raise ValueError("Bundles cannot be an empty dictionary or resources with only 0 values. "
+                             "Bundles: %r" % (bundles,))
+
+
+def validate_placement_group(bundles, strategy="PACK", lifetime=None):
+    """Ray's check of placement_group()'s arguments: ValueError naming the bad one."""
+    _validate_bundles(bundles)
+    if strategy not in VALID_PLACEMENT_GROUP_STRATEGIES:
+        raise ValueError("Invalid placement group strategy %r: one of %s" % (strategy, ", ".join(STRATEGIES)))
+    if lifetime not in (None, "detached", "non_detached"):
+        raise ValueError("Placement group `lifetime` argument must be either `None` or 'detached', not %r"
+                         % (lifetime,))
+
+
 def placement_group(bundles, strategy="PACK", name="", lifetime=None):
     """Reserves `bundles` (a list of {resource: amount}) with `strategy` (PACK, SPREAD,
     STRICT_PACK, STRICT_SPREAD); lifetime="detached" outlives the job."""
     from orb import _check_initialized
     _check_initialized("placement_group")
-    if not isinstance(bundles, (list, tuple)) or not bundles:
-        raise ValueError("bundles must be a non-empty list of {resource: amount} dicts")
-    for bundle in bundles:
-        if not isinstance(bundle, dict) or not bundle:
-            raise ValueError("each bundle must be a non-empty dict of resource name to amount, not %r" % (bundle,))
-        for amount in bundle.values():
-            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
-                raise ValueError("bundle amounts must be numbers >= 0, not %r" % (amount,))
-    if strategy not in STRATEGIES:
-        raise ValueError("strategy must be one of %s, not %r" % (", ".join(STRATEGIES), strategy))
-    if lifetime not in (None, "detached", "non_detached"):
-        raise ValueError("lifetime must be \"detached\", \"non_detached\" or None, not %r" % (lifetime,))
+    validate_placement_group(bundles, strategy, lifetime)
     specs = [{str(k): float(v) for k, v in b.items()} for b in bundles]
     id_hex = _core.create_placement_group(specs, STRATEGIES[strategy], name or "", lifetime == "detached")
     return PlacementGroup(id_hex, specs)
