@@ -62,6 +62,10 @@ def _worker_python_path():
 
 __version__ = "0.1.0"  # as setup.py and CMakeLists.txt say
 
+# The lifetime of this job's actors that set none (JobConfig.default_actor_lifetime); a
+# worker learns its job's from its environment.
+_default_actor_lifetime = os.environ.get("ORB_DEFAULT_ACTOR_LIFETIME") or "non_detached"
+
 
 def _on_completed(ref, callback):
     """Ray's ObjectRef._on_completed(callback): `callback(value or error)` once ready."""
@@ -74,7 +78,7 @@ ObjectRef._on_completed = _on_completed
 
 def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resources=None,
          object_store_memory=None, local_mode=False, ignore_reinit_error=False, code_search_path=None,
-         prestart_workers=0, runtime_env=None, _system_config=None):
+         prestart_workers=0, runtime_env=None, job_config=None, _system_config=None):
     """Connects this program to a cluster, or starts a local one for it.
 
     address: "HOST:PORT" of a running cluster's GCS, "auto" for the local one; None:
@@ -88,9 +92,22 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
     The job's Python workers run this interpreter, with this program's module search
     path: functions and classes defined in its modules import there. runtime_env: the
     job's runtime environment (Ray's dict), under every task's and actor's own.
+    job_config: Ray's orb.job_config.JobConfig, whose code_search_path, runtime_env and
+    ray_namespace add to (or stand for) the arguments of the same names, and whose
+    default_actor_lifetime applies to the job's actors that set none.
     _system_config (Ray's internal tuning) is accepted and not used: orb's daemons take
     their settings from their flags.
     """
+    global _default_actor_lifetime
+    detached_by_default = False
+    if job_config is not None:
+        from orb.job_config import JobConfig
+        if not isinstance(job_config, JobConfig):
+            raise TypeError("job_config must be an orb.job_config.JobConfig, not %s" % type(job_config).__name__)
+        code_search_path = list(code_search_path or []) + job_config.code_search_path
+        runtime_env = runtime_env if runtime_env is not None else job_config.runtime_env
+        namespace = namespace or job_config.ray_namespace
+        detached_by_default = job_config.default_actor_lifetime == "detached"
     if _system_config is not None and not isinstance(_system_config, dict):
         raise TypeError("_system_config must be a dict, not %s" % type(_system_config).__name__)
     if runtime_env is not None and not isinstance(runtime_env, dict):
@@ -114,7 +131,9 @@ def init(address=None, *, namespace=None, num_cpus=None, num_gpus=None, resource
                object_store_memory=int(object_store_memory or 0), local_mode=False,
                code_search_path=[os.path.abspath(p) for p in (code_search_path or [])],
                prestart_workers=prestart_workers,
-               runtime_env=_options.runtime_env_json(runtime_env) if runtime_env else "")
+               runtime_env=_options.runtime_env_json(runtime_env) if runtime_env else "",
+               detached_actors_by_default=detached_by_default)
+    _default_actor_lifetime = "detached" if detached_by_default else "non_detached"
     return _context()
 
 
@@ -422,3 +441,4 @@ def get_runtime_context():
 
 
 from orb import runtime_context  # noqa: E402,F401 (orb.runtime_context, as ray.runtime_context)
+from orb import job_config  # noqa: E402,F401 (orb.job_config.JobConfig, as ray.job_config)

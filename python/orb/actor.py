@@ -3,9 +3,10 @@
 max_concurrency says otherwise; `async def` methods run on the worker's asyncio loop,
 many at once). Handles pickle: pass them to tasks and other actors.
 
-As in Ray, an actor with neither a name nor `lifetime="detached"` lives as long as a
-handle to it does, in any process: once the last goes (and the calls sent through it
-are done) the actor is killed, and its process and resources are freed."""
+As in Ray, an actor without `lifetime="detached"` lives as long as a handle to it does,
+in any process: once the last goes (and the calls sent through it are done) the actor is
+killed, and its process and resources are freed. A named actor too: a handle that
+orb.get_actor() finds does not keep it (Ray's weak reference)."""
 import inspect
 import uuid
 
@@ -41,7 +42,8 @@ def _method_options(cls, methods, backpressure=None):
         method = getattr(cls, name, None)
         options = dict(getattr(method, "__orb_method_options__", None) or {})
         if inspect.isgeneratorfunction(method) or inspect.isasyncgenfunction(method):
-            options.setdefault("num_returns", _options.STREAMING)
+            if options.get("num_returns") is None:  # unset or None: a generator streams, as in Ray
+                options["num_returns"] = _options.STREAMING
             if backpressure is not None:
                 options.setdefault("_generator_backpressure_num_objects", backpressure)
         if options:
@@ -190,9 +192,10 @@ class ActorClass:
             if not found:
                 raise
             return self._handle(found)
-        # As Ray's: an actor with neither a name nor a detached lifetime lives as long as
-        # a handle to it does, in any process.
-        collected = not self._options.get("name") and self._options.get("lifetime") != "detached"
+        # As Ray's: an actor without a detached lifetime lives as long as a handle to it
+        # does, in any process (named or not).
+        import orb
+        collected = (self._options.get("lifetime") or orb._default_actor_lifetime) != "detached"
         return self._handle(actor_id, _core.track_actor(actor_id) if collected else None)
 
     def _named_actor(self):
@@ -267,6 +270,9 @@ class ActorMethod:
         _options.check(options, _options.METHOD_OPTIONS, "an actor method")
         merged = dict(self._options)
         merged.update(options)
+        if "num_returns" in options and options["num_returns"] is None:  # Ray's: the method's default
+            merged.pop("num_returns")
+            merged.update({k: v for k, v in self._options.items() if k == "num_returns"})
         return ActorMethod(self._handle, self._name, merged)
 
     def __call__(self, *args, **kwargs):

@@ -15,7 +15,7 @@ class RemoteFunction:
                              "event loop)" % function.__qualname__)
         self._function = function
         self._options = dict(options)
-        if inspect.isgeneratorfunction(function) and "num_returns" not in options:
+        if inspect.isgeneratorfunction(function) and options.get("num_returns") is None:
             self._options["num_returns"] = _options.STREAMING  # as Ray's: a generator streams
         self._core_options = _options.task_options(self._options)
         # Ray's name for a task: its function's (the state API, dashboard and timeline).

@@ -6,6 +6,7 @@
 #include "orb/errors.h"
 #include "orb/internal/runtime.h"
 #include "orb/placement_group.h"
+#include "orb/state.h"
 #include "py_refs.h"
 
 namespace py = pybind11;
@@ -186,6 +187,17 @@ void DefineCalls(py::module_& m) {
     }
     return py::bytes(id);
   });
+  // orb::state::List: the cluster's rows of one kind (actors, nodes, ...) as dicts of text.
+  m.def(
+      "list_state",
+      [](const std::string& kind, const std::vector<std::tuple<std::string, std::string, std::string>>& filters,
+         int limit) {
+        std::vector<orb::state::Filter> by;
+        for (const auto& [key, predicate, value] : filters) by.push_back({key, predicate, value});
+        py::gil_scoped_release release;
+        return orb::state::List(kind, by, limit);
+      },
+      py::arg("kind"), py::arg("filters"), py::arg("limit"));
   m.def("current_actor_id", &internal::CurrentActorId);
   m.def("placement_group_id", &internal::CurrentPlacementGroupId);
   m.def("assigned_resources", &internal::CurrentTaskResources);

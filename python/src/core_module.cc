@@ -178,7 +178,8 @@ PYBIND11_MODULE(_core, m) {
       "init",
       [](const std::string& address, const std::string& ns, double num_cpus, double num_gpus,
          const std::map<std::string, double>& resources, long long object_store_memory, bool local_mode,
-         const std::vector<std::string>& code_search_path, int prestart_workers, const std::string& runtime_env) {
+         const std::vector<std::string>& code_search_path, int prestart_workers, const std::string& runtime_env,
+         bool detached_actors_by_default) {
         orb::Config config;
         if (!runtime_env.empty()) config.runtime_env = orb::RuntimeEnv::Deserialize(runtime_env);
         config.address = address;
@@ -190,12 +191,13 @@ PYBIND11_MODULE(_core, m) {
         config.local_mode = local_mode;
         config.code_search_path = code_search_path;
         config.prestart_workers = prestart_workers;
+        if (detached_actors_by_default) config.default_actor_lifetime = orb::ActorLifetime::DETACHED;
         py::gil_scoped_release release;
         orb::internal::Init(config, 0, nullptr);
       },
       py::arg("address"), py::arg("namespace"), py::arg("num_cpus"), py::arg("num_gpus"), py::arg("resources"),
       py::arg("object_store_memory"), py::arg("local_mode"), py::arg("code_search_path"),
-      py::arg("prestart_workers") = 0, py::arg("runtime_env") = "");
+      py::arg("prestart_workers") = 0, py::arg("runtime_env") = "", py::arg("detached_actors_by_default") = false);
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     orb::internal::Shutdown();

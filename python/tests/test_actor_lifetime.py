@@ -1,5 +1,5 @@
-"""Actors live as long as a handle does (Ray's rule): once no handle to an unnamed,
-non-detached actor is left in any process, and the calls sent to it are done, its
+"""Actors live as long as a handle does (Ray's rule): once no handle to a non-detached
+actor (named or not) is left in any process, and the calls sent to it are done, its
 process ends and its resources are free again."""
 import os
 import time
@@ -97,19 +97,30 @@ def test_a_handle_passed_to_a_task_is_released_when_the_task_ends(cluster):
     assert wait_until(lambda: not alive(pid))
 
 
-def test_named_and_detached_actors_are_not_collected(cluster):
+def test_detached_actors_are_not_collected_and_named_ones_are(cluster):
     named = Worker.options(name="lifetime-named", num_cpus=0).remote()
     named_pid = orb.get(named.pid.remote())
     detached = Worker.options(lifetime="detached", num_cpus=0).remote()
     detached_pid = orb.get(detached.pid.remote())
     detached_id = detached._actor_id
+    # A handle found by name is a weak one, as in Ray: it does not keep the actor.
+    found = orb.get_actor("lifetime-named")
+    assert orb.get(found.pid.remote()) == named_pid
+    assert "lifetime-named" in orb.util.list_named_actors()
+    assert {"name": "lifetime-named", "namespace": orb.get_runtime_context().namespace} in \
+        orb.util.list_named_actors(all_namespaces=True)
     del named, detached
-    time.sleep(1.5)
-    assert alive(named_pid) and alive(detached_pid)
-    assert orb.get(orb.get_actor("lifetime-named").pid.remote()) == named_pid
-    orb.kill(orb.get_actor("lifetime-named"))
+    assert wait_until(lambda: not alive(named_pid))
+    with pytest.raises(ValueError, match="Failed to look up actor"):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            orb.get_actor("lifetime-named")
+            time.sleep(0.1)
+    assert "lifetime-named" not in orb.util.list_named_actors()
+    time.sleep(1)
+    assert alive(detached_pid)
     orb.kill(orb.actor.ActorHandle(detached_id, "Worker"))
-    assert wait_until(lambda: not alive(named_pid) and not alive(detached_pid))
+    assert wait_until(lambda: not alive(detached_pid))
 
 
 @orb.remote(num_cpus=0)

@@ -154,7 +154,7 @@ def test_an_async_call_in_flight_holds_no_thread(cluster):
     assert 0.9 < time.time() - started < 5
     # Arguments the method cannot take fail the call as any other (a handle from
     # get_actor does not check them before sending).
-    Sleeper.options(name="sleeper-args").remote()
+    kept = Sleeper.options(name="sleeper-args").remote()  # noqa: F841 (a found handle does not keep it)
     with pytest.raises(TypeError):
         orb.get(orb.get_actor("sleeper-args").nap.remote(1, 2, 3), timeout=30)
     # exit_actor() in a deferred call ends the actor gracefully.

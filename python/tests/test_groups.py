@@ -101,7 +101,7 @@ def test_a_call_can_pick_its_group_and_a_bad_group_is_refused(cluster):
 
 
 def test_a_handle_that_does_not_know_the_groups_gets_the_workers_answer(cluster):
-    Service.options(name="grouped").remote()
+    kept = Service.options(name="grouped").remote()  # noqa: F841 (a found handle does not keep it)
     stranger = orb.get_actor("grouped")  # no class here: the worker checks the group
     with pytest.raises(orb.exceptions.TaskError, match="no concurrency group 'gpu'"):
         orb.get(stranger.step.options(concurrency_group="gpu").remote(1), timeout=30)

@@ -133,3 +133,42 @@ def test_init_as_a_context_manager():
     with orb.init(num_cpus=1) as ctx:
         assert orb.is_initialized() and ctx.address_info["gcs_address"]
     assert not orb.is_initialized()
+
+
+JOB_CONFIG_DRIVER = """
+import orb
+from orb.job_config import JobConfig
+
+class Outer:
+    @orb.remote
+    class Inner:  # nested, in __main__: its workers load it from the driver's directory
+        def get(self):
+            return "OK"
+
+config = JobConfig(code_search_path=[%r], ray_namespace="jobs", default_actor_lifetime="detached",
+                   metadata={"team": "rl"})
+orb.init(num_cpus=1, job_config=config)
+inner = Outer.Inner.remote()
+print(orb.get(inner.get.remote(), timeout=60), orb.get_runtime_context().namespace)
+actor_id = inner._actor_id
+del inner  # detached by the job's default: not collected with its handle
+import time; time.sleep(2)
+print(orb.get(orb.actor.handle_of(actor_id, Outer.Inner._cls).get.remote(), timeout=30))
+"""
+
+
+def test_a_job_config_sets_code_search_path_namespace_and_actor_lifetime(tmp_path):
+    import subprocess
+    import sys
+    from orb.job_config import JobConfig
+    driver = tmp_path / "driver with space.py"
+    driver.write_text(JOB_CONFIG_DRIVER % str(tmp_path))
+    out = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["OK", "jobs", "OK"]
+    with pytest.raises(ValueError, match="default_actor_lifetime"):
+        JobConfig(default_actor_lifetime="forever")
+    with pytest.raises(TypeError, match="code_search_path"):
+        JobConfig(code_search_path="/one/dir")
+    with pytest.raises(TypeError, match="job_config must be"):
+        orb.init(job_config={"code_search_path": []})

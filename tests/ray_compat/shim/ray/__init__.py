@@ -24,7 +24,7 @@ for _name in dir(orb):
     if not _name.startswith("_"):
         globals()[_name] = getattr(orb, _name)
 
-_ORB_SUBMODULES = ["exceptions", "actor", "util", "util.scheduling_strategies", "util.placement_group",
+_ORB_SUBMODULES = ["exceptions", "actor", "job_config", "util", "util.scheduling_strategies", "util.placement_group",
                    "util.queue", "util.actor_pool", "util.multiprocessing", "collective", "remote_function"]
 for _sub in _ORB_SUBMODULES:
     try:
@@ -124,6 +124,6 @@ def __getattr__(name):
     # name orb lacks (ray.get_gpu_ids, ...) stays an AttributeError.
     if name.startswith("_") and not name.startswith("__") or name in (
             "experimental", "cluster_utils", "runtime_env", "data", "serve", "train", "tune", "dashboard",
-            "types", "job_config", "worker", "ray_constants", "state", "serialization", "tests"):
+            "types", "worker", "ray_constants", "state", "serialization", "tests"):
         return importlib.import_module("ray." + name)
     raise AttributeError("module 'ray' (the orb shim) has no attribute %r" % name)
