@@ -385,6 +385,10 @@ class RuntimeContext:
     def get_job_id(self):
         return _core.job_id()
 
+    def get_worker_id(self):
+        """This process's worker ID (hex; a driver's too), as Ray's."""
+        return _core.worker_id()
+
     def get_task_id(self):
         return _core.task_id() or None
 

@@ -7,6 +7,7 @@ traceback, raised again by whoever reads it); the worker keeps serving."""
 import asyncio
 import atexit
 import concurrent.futures
+import functools
 import importlib
 import inspect
 import os
@@ -152,8 +153,13 @@ class Executor:
         if name == "__ray_ready__":  # Ray's readiness probe: the constructor has run
             return Serialized(True, what="the readiness of %s" % qualified)
         try:
-            method = _method_of(instance, name)
             positional, keywords, dynamic = _arguments.unpack_call(args)
+            if name == "__ray_call__":  # Ray's: fn(the actor's instance, *args, **kwargs), in the actor
+                if not positional or not callable(positional[0]):
+                    raise TypeError("__ray_call__ takes a function of the actor's instance first")
+                method, positional = functools.partial(positional[0], instance), positional[1:]
+            else:
+                method = _method_of(instance, name)
             if self._is_async_actor(instance) and not inspect.iscoroutinefunction(method) \
                     and not inspect.isgeneratorfunction(method) and not inspect.isasyncgenfunction(method):
                 value = self._on_loop(method, positional, keywords)

@@ -300,7 +300,7 @@ class ActorHandle:
         self._groups = meta.groups  # its concurrency groups, where known here
 
     def __getattr__(self, name):
-        if name in ("__ray_terminate__", "__ray_ready__"):  # Ray's built-in methods of every actor
+        if name in ("__ray_terminate__", "__ray_ready__", "__ray_call__"):  # Ray's built-in methods of every actor
             return ActorMethod(self, name)
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)

@@ -177,7 +177,7 @@ void DefineCalls(py::module_& m) {
   m.def("kill_actor", [](const py::bytes& actor_id, bool no_restart) {
     std::string id = actor_id;
     py::gil_scoped_release release;
-    internal::KillActor(id, no_restart);
+    internal::KillActor(id, no_restart, "killed by orb.kill()");
   });
   m.def("get_named_actor", [](const std::string& name, const std::string& ns) {
     std::string id;

@@ -297,6 +297,7 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("node_id", &orb::internal::CurrentNodeId);
   m.def("job_id", &orb::internal::CurrentJobId);
+  m.def("worker_id", &orb::internal::CurrentWorkerId);
   m.def("namespace", &orb::internal::CurrentNamespace);
   m.def("gcs_address", &orb::internal::CurrentGcsAddress);
 }

@@ -336,6 +336,16 @@ def test_rays_builtin_actor_methods_and_private_helpers(embedded):
     assert "describe" in dir(d) and "UNITS" in dir(Described)
     assert [n for n in dir(d) if not n.startswith("_")] == ["describe", "double", "triple", "units"]  # as Ray's
     assert orb.runtime_context.get_runtime_context().get_job_id() == orb.get_runtime_context().get_job_id()
+    # Ray's __ray_call__: a function of the actor's instance, run in the actor.
+    assert orb.get(d.__ray_call__.remote(lambda self, x, y=1: (type(self).__name__, x * y), 3, y=2)) == \
+        ("Described", 6)
+    with pytest.raises(TypeError):
+        d.__ray_call__()
+    with pytest.raises(TypeError, match="takes a function"):
+        orb.get(d.__ray_call__.remote(42), timeout=30)
+    # Each process its own worker ID; the actor's is not the driver's.
+    actor_worker = orb.get(d.__ray_call__.remote(lambda self: orb.get_runtime_context().get_worker_id()))
+    assert len(actor_worker) == 32 and actor_worker != orb.get_runtime_context().get_worker_id()
     d.__ray_terminate__.remote()
     deadline = time.time() + 30
     with pytest.raises(ActorDiedError):
@@ -438,3 +448,37 @@ def test_sys_exit_in_an_actor_ends_the_actor(embedded):
         orb.get(q.quit.remote(), timeout=30)
     with pytest.raises(ActorDiedError):
         orb.get(q.hello.remote(), timeout=30)
+
+
+@orb.remote(max_concurrency=2)
+class Napper:
+    def nap(self, seconds):
+        time.sleep(seconds)
+        return seconds
+
+    def ping(self):
+        return 1
+
+
+@orb.remote
+class Leaver:
+    async def leave(self):
+        orb.actor.exit_actor()
+
+    def ping(self):
+        return 1
+
+
+def test_calls_cut_off_by_the_actors_death_say_why_it_died(embedded):
+    napper = Napper.remote()
+    running = napper.nap.remote(30)
+    assert orb.get(napper.ping.remote(), timeout=30) == 1
+    time.sleep(0.5)  # the nap is running
+    orb.kill(napper)
+    with pytest.raises(ActorDiedError, match=r"died while running this call.*killed by orb\.kill\(\)"):
+        orb.get(running, timeout=30)
+    # Calls after an exit_actor() say so, wherever they were (queued, sent, cut off).
+    leaver = Leaver.remote()
+    leaver.leave.remote()
+    with pytest.raises(ActorDiedError, match="exit_actor"):
+        orb.get([leaver.ping.remote() for _ in range(2000)], timeout=60)

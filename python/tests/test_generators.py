@@ -80,6 +80,19 @@ def dies_once(marker):
         yield i
 
 
+class Flaky(Exception):
+    pass
+
+
+@orb.remote(max_retries=1, retry_exceptions=[Flaky])
+def raises_once(marker):
+    for i in range(4):
+        if i == 2 and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise Flaky("once")  # retried for it: the stream starts over
+        yield i
+
+
 @orb.remote
 class Tokenizer:
     @orb.method(num_returns="streaming")
@@ -200,6 +213,9 @@ def test_a_retried_generator_hands_no_duplicates(cluster, scratch):
     marker = os.path.join(scratch, "died")
     assert [orb.get(r) for r in dies_once.remote(marker)] == [0, 1, 2, 3, 4]
     assert os.path.exists(marker)
+    raised = os.path.join(scratch, "raised")
+    assert [orb.get(r) for r in raises_once.remote(raised)] == [0, 1, 2, 3]  # retry_exceptions too
+    assert os.path.exists(raised)
 
 
 def test_actor_methods_stream_sync_and_async(cluster):

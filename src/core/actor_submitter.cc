@@ -12,6 +12,8 @@ namespace {
 
 constexpr int kMaxBatch = 500;
 constexpr int kWatchWaitMs = 30000;
+// How long calls lost in flight wait for the GCS to say why their actor died.
+constexpr int kDeathInfoWaitMs = 1000;
 
 }  // namespace
 
@@ -97,7 +99,7 @@ void ActorSubmitter::Shutdown() {
   stopped_ = true;
 }
 
-void ActorSubmitter::OnKilled(const std::string& actor_id, bool no_restart) {
+void ActorSubmitter::OnKilled(const std::string& actor_id, bool no_restart, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ActorState& actor = actors_[actor_id];
@@ -107,7 +109,7 @@ void ActorSubmitter::OnKilled(const std::string& actor_id, bool no_restart) {
       actor.info.set_actor_id(actor_id);
       actor.info.set_state(rpc::ActorInfo::DEAD);
       actor.info.set_death_error(rpc::ACTOR_DIED);
-      actor.info.set_death_reason("killed by ActorHandle::Kill()");
+      actor.info.set_death_reason(reason.empty() ? "killed by ActorHandle::Kill()" : reason);
     }
     Pump(actor_id, actor);
   }
@@ -287,7 +289,8 @@ void ActorSubmitter::OnBatchDoneLocked(const std::string& actor_id, uint64_t bat
   bool alone = calls.size() == 1;  // then it was the call running
   for (auto call = calls.rbegin(); call != calls.rend(); ++call) {
     if (call->retries_left == 0) {
-      FailCall(*call, rpc::ACTOR_DIED, why + "; SetMaxTaskRetries(n) lets calls in flight run again after a restart");
+      actor.lost_why = why;
+      actor.lost.push_back(std::move(*call));
       continue;
     }
     if (alone) {
@@ -299,7 +302,26 @@ void ActorSubmitter::OnBatchDoneLocked(const std::string& actor_id, uint64_t bat
     }
     actor.waiting.push_front(std::move(*call));
   }
+  // Known dead already (this process killed it), or a long watch is out: say what is known.
+  if (!actor.lost.empty() && (actor.watching || (actor.known && actor.info.state() == rpc::ActorInfo::DEAD))) {
+    FailLost(actor);
+  }
   Pump(actor_id, actor);
+}
+
+void ActorSubmitter::FailLost(ActorState& actor) {
+  if (actor.lost.empty()) return;
+  std::string message = actor.lost_why;
+  rpc::ErrorType type = rpc::ACTOR_DIED;
+  if (actor.known && actor.info.state() == rpc::ActorInfo::DEAD) {
+    message += "; the actor is dead: " + actor.info.death_reason();
+    if (actor.info.death_error() != rpc::ERROR_NONE) type = actor.info.death_error();
+  } else {
+    message += "; SetMaxTaskRetries(n) lets calls in flight run again after a restart";
+  }
+  // In submission order (they were taken newest first).
+  for (auto call = actor.lost.rbegin(); call != actor.lost.rend(); ++call) FailCall(*call, type, message);
+  actor.lost.clear();
 }
 
 bool ActorSubmitter::CompleteEarly(rpc::TaskResult result) {
@@ -327,7 +349,7 @@ void ActorSubmitter::Watch(const std::string& actor_id, ActorState& actor) {
   // Unknown: the current state at once. Known (pending, restarting, or alive but a push
   // failed): the next version, or the same one again after kWatchWaitMs.
   request.set_after_version(actor.known ? actor.info.version() : -1);
-  request.set_wait_ms(kWatchWaitMs);
+  request.set_wait_ms(actor.lost.empty() ? kWatchWaitMs : kDeathInfoWaitMs);
   outbox_.push_back([this, actor_id, request = std::move(request)] {
     CallOptions options;
     options.timeout = std::chrono::milliseconds(kWatchWaitMs + 10000);
@@ -355,6 +377,7 @@ void ActorSubmitter::OnActorInfoLocked(const std::string& actor_id, const absl::
   ActorState& actor = actors_[actor_id];
   actor.watching = false;
   if (stopped_ || status.code() == absl::StatusCode::kCancelled) return;
+
   if (status.ok() && !reply.found()) {
     actor.known = true;
     actor.info.set_actor_id(actor_id);
@@ -368,6 +391,7 @@ void ActorSubmitter::OnActorInfoLocked(const std::string& actor_id, const absl::
     // Same version after a failed push: the GCS has not noticed yet; try again.
     if (actor.info.state() == rpc::ActorInfo::ALIVE && (newer || !actor.reachable)) actor.reachable = true;
   }
+  FailLost(actor);  // whatever the GCS said, or did not: they wait no longer
   Pump(actor_id, actor);
   bool outstanding = !actor.waiting.empty() || !actor.in_flight.empty();
   if (!actor.watching && outstanding && actor.info.state() != rpc::ActorInfo::DEAD && !actor.reachable) {

@@ -11,7 +11,9 @@
 //
 // A batch whose push fails (the actor's process died): its calls with retries left
 // (the actor's max_task_retries) are queued again in front, in order, and sent once the
-// GCS reports the actor alive again (restarted); the others fail with ActorDiedError.
+// GCS reports the actor alive again (restarted); the others fail with ActorDiedError,
+// after a short wait for the GCS's word on why the actor died (Ray's death info), so
+// that the error says (killed, exited on purpose, its node died...).
 // A call alone in its batch was the one running and is charged a retry; calls of a
 // larger batch are not (which one ran is not known) but go again one per batch, so a
 // call that kills the actor uses up only its own retries. Results a worker reports
@@ -60,9 +62,10 @@ class ActorSubmitter {
   void Submit(rpc::TaskSpec spec);
   // Stops sending; calls not sent yet stay pending.
   void Shutdown();
-  // This process just killed the actor: later calls fail at once (no_restart), or wait
-  // for the GCS to report it again (a restart), instead of reaching the dying process.
-  void OnKilled(const std::string& actor_id, bool no_restart);
+  // This process just killed the actor (`reason`: why, for its calls' errors): later
+  // calls fail at once (no_restart), or wait for the GCS to report it again (a restart),
+  // instead of reaching the dying process.
+  void OnKilled(const std::string& actor_id, bool no_restart, const std::string& reason);
   // orb::Cancel of a call: one not sent yet fails as TASK_CANCELLED and is never sent;
   // one sent is on the actor's worker, which must be told (it skips the call if it has
   // not started it).
@@ -89,6 +92,9 @@ class ActorSubmitter {
     std::deque<Call> waiting;
     std::map<uint64_t, std::vector<Call>> in_flight;  // batch number -> calls
     uint64_t next_batch = 0;
+    // Calls lost in flight with no retry left, failed once the GCS says why (or soon).
+    std::vector<Call> lost;
+    std::string lost_why;
   };
 
   void Pump(const std::string& actor_id, ActorState& actor);
@@ -102,6 +108,8 @@ class ActorSubmitter {
   void OnActorInfo(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
   void OnActorInfoLocked(const std::string& actor_id, const absl::Status& status, rpc::GetActorInfoReply reply);
   void FailCall(const Call& call, rpc::ErrorType type, const std::string& message);
+  // Fails the actor's lost calls with what is known now of its death.
+  void FailLost(ActorState& actor);
   // `more`: the values of returns 2..num_returns.
   void Complete(const rpc::TaskSpec& spec, rpc::ObjectValue value, MoreReturnValues more = {});
   static std::string Describe(const rpc::ActorInfo& info);

@@ -95,8 +95,7 @@ class CoreWorker : public Runtime {
   std::vector<internal::RefData> SubmitActorTask(const std::string& actor_id, const std::string& method_name,
                                                  std::vector<internal::ArgData> args,
                                                  const internal::TaskOptionsData& options) override;
-  void KillActor(const std::string& actor_id, bool no_restart) override { KillActor(actor_id, no_restart, ""); }
-  void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason);
+  void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason) override;
   internal::RefData TrackActorHandles(const std::string& actor_id) override;
 
   // Streaming generators (generator_streams.h; core_worker_objects.cc).
@@ -140,6 +139,7 @@ class CoreWorker : public Runtime {
   std::string NamespaceName() const override { return options_.ray_namespace; }
   std::string NodeIdHex() const override { return node_id_.Hex(); }
   std::string JobIdHex() const override { return options_.job_id.Hex(); }
+  std::string WorkerIdHex() const override { return options_.worker_id.Hex(); }
   std::string TaskIdHex() const override;
   std::string CurrentPlacementGroupId() const override;
   void LendCpu(bool lend) override { SetBlocked(lend); }

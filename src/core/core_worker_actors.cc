@@ -81,7 +81,7 @@ void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const s
   request.set_no_restart(no_restart);
   request.set_reason(reason);
   CallGcs<rpc::KillActorReply>(ORB_RPC(KillActor), request, "cannot kill actor " + ActorID::FromBinary(actor_id).Hex());
-  if (actor_submitter_) actor_submitter_->OnKilled(actor_id, no_restart);
+  if (actor_submitter_) actor_submitter_->OnKilled(actor_id, no_restart, reason);
 }
 
 internal::RefData CoreWorker::TrackActorHandles(const std::string& actor_id) {

@@ -423,7 +423,7 @@ std::vector<internal::RefData> LocalModeRuntime::SubmitActorTask(const std::stri
   return {internal::RefData{return_id, kOwner}};
 }
 
-void LocalModeRuntime::KillActor(const std::string& actor_id, bool no_restart) {
+void LocalModeRuntime::KillActor(const std::string& actor_id, bool no_restart, const std::string& /*reason*/) {
   std::shared_ptr<Actor> actor = FindActor(actor_id);
   if (!actor) throw Error("cannot kill actor " + ActorID::FromBinary(actor_id).Hex() + ": not known");
   std::lock_guard<std::mutex> lock(actor->mu);

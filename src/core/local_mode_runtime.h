@@ -50,7 +50,7 @@ class LocalModeRuntime : public Runtime {
   std::vector<internal::RefData> SubmitActorTask(const std::string& actor_id, const std::string& method_name,
                                                  std::vector<internal::ArgData> args,
                                                  const internal::TaskOptionsData& options) override;
-  void KillActor(const std::string& actor_id, bool no_restart) override;
+  void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason) override;
   std::string GetNamedActor(const std::string& name, const std::string& ray_namespace) override;
   std::string CurrentActorId() const override;
   bool WasCurrentActorRestarted() const override;
@@ -68,6 +68,7 @@ class LocalModeRuntime : public Runtime {
   std::string NamespaceName() const override { return namespace_; }
   std::string NodeIdHex() const override { return node_id_; }
   std::string JobIdHex() const override { return job_id_; }
+  std::string WorkerIdHex() const override { return std::string(32, '0'); }  // one process: the driver
   std::string TaskIdHex() const override;
   std::string CurrentPlacementGroupId() const override { return ""; }  // groups place nothing here
   std::map<std::string, double> CurrentTaskResources() const override { return {}; }  // nothing is held

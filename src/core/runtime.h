@@ -38,7 +38,7 @@ class Runtime {
   virtual std::vector<internal::RefData> SubmitActorTask(const std::string& actor_id, const std::string& method_name,
                                                          std::vector<internal::ArgData> args,
                                                          const internal::TaskOptionsData& options) = 0;
-  virtual void KillActor(const std::string& actor_id, bool no_restart) = 0;
+  virtual void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason) = 0;
   // Streaming generators (internal::NextGeneratorItem...). Not in local mode.
   virtual internal::GeneratorNext NextGeneratorItem(const internal::RefData& task_ref, int64_t timeout_ms,
                                                     internal::RefData* item) {
@@ -86,6 +86,7 @@ class Runtime {
   virtual std::string NamespaceName() const = 0;
   virtual std::string NodeIdHex() const = 0;
   virtual std::string JobIdHex() const = 0;
+  virtual std::string WorkerIdHex() const = 0;
   virtual std::string TaskIdHex() const = 0;  // empty outside a task
   // The placement group (hex) the current task or actor runs in; empty: none.
   virtual std::string CurrentPlacementGroupId() const = 0;

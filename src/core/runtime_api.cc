@@ -285,7 +285,9 @@ std::vector<RefData> SubmitActorTaskReturns(const std::string& actor_id, const s
   return TheRuntime().SubmitActorTask(actor_id, method_name, std::move(args), options);
 }
 
-void KillActor(const std::string& actor_id, bool no_restart) { TheRuntime().KillActor(actor_id, no_restart); }
+void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason) {
+  TheRuntime().KillActor(actor_id, no_restart, reason);
+}
 
 RefData TrackActorHandles(const std::string& actor_id) { return TheRuntime().TrackActorHandles(actor_id); }
 
@@ -409,6 +411,7 @@ std::string CurrentNamespace() { return TheRuntime().NamespaceName(); }
 std::string CurrentGcsAddress() { return TheRuntime().GcsAddress(); }
 std::string CurrentNodeId() { return TheRuntime().NodeIdHex(); }
 std::string CurrentJobId() { return TheRuntime().JobIdHex(); }
+std::string CurrentWorkerId() { return TheRuntime().WorkerIdHex(); }
 std::string CurrentTaskId() { return TheRuntime().TaskIdHex(); }
 std::vector<NodeInfo> ClusterNodes() { return TheRuntime().Nodes(); }
 

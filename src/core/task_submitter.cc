@@ -326,7 +326,7 @@ bool TaskSubmitter::CompleteEarly(rpc::TaskResult result) {
 }
 
 bool TaskSubmitter::RetryOnError(const rpc::TaskSpec& spec, const rpc::TaskResult& result) {
-  if (!result.retryable_error() || spec.streaming() || spec.attempt() >= spec.max_retries()) return false;
+  if (!result.retryable_error() || spec.attempt() >= spec.max_retries()) return false;
   rpc::TaskSpec retry = spec;
   retry.set_attempt(spec.attempt() + 1);
   spdlog::info("task '{}' raised an error; retried (retry_exceptions, attempt {} of {})", spec.function_name(),

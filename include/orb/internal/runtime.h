@@ -207,7 +207,8 @@ RefData SubmitActorTask(const std::string& actor_id, const std::string& method_n
 // As SubmitTaskReturns, for an actor call.
 std::vector<RefData> SubmitActorTaskReturns(const std::string& actor_id, const std::string& method_name,
                                             std::vector<ArgData> args, const TaskOptionsData& options);
-void KillActor(const std::string& actor_id, bool no_restart);
+// `reason`: why, in the actor's death reason (empty: "killed by ActorHandle::Kill()").
+void KillActor(const std::string& actor_id, bool no_restart, const std::string& reason = "");
 // Ties the life of an actor this process created to a new object: once no ref to it is
 // left in any process (handles hold it and carry it when they are serialized; each call
 // holds it until done), the actor is killed. Returns that ref, holding one local
@@ -224,6 +225,7 @@ std::string CurrentNamespace();
 std::string CurrentGcsAddress();
 std::string CurrentNodeId();
 std::string CurrentJobId();
+std::string CurrentWorkerId();  // hex: this process's worker (or driver) ID
 std::string CurrentTaskId();
 // The placement group (hex) the current task or actor runs in; empty: none.
 std::string CurrentPlacementGroupId();
