@@ -190,7 +190,12 @@ def _check_initialized(what):
         return
     if os.environ.get("ORB_ENABLE_AUTO_CONNECT", "1") == "0":
         raise RuntimeError("orb.%s() needs orb.init() first (ORB_ENABLE_AUTO_CONNECT=0 turns auto-init off)" % what)
-    init()
+    with _auto_init_lock:  # many threads' first calls at once start one cluster
+        if not _core.is_initialized():
+            init()
+
+
+_auto_init_lock = threading.Lock()
 
 
 def put(value):

@@ -201,3 +201,18 @@ def test_a_graceful_end_runs_the_actors_atexit_handlers_and_a_kill_does_not(clus
             assert not os.path.exists(path)
         else:
             assert wait_until(lambda: os.path.exists(path)), name
+
+
+@orb.remote
+def owns_a_value():
+    return [orb.put("kept"), os.getpid()]
+
+
+def test_an_actor_never_takes_over_a_worker_that_ran_tasks(cluster):
+    # The task's worker owns the value it put; were it to host the actor next, killing
+    # the actor would lose the value with its owner (Ray gives actors fresh workers).
+    inner, task_pid = orb.get(owns_a_value.remote(), timeout=30)
+    actor = Worker.remote()
+    assert orb.get(actor.pid.remote(), timeout=60) != task_pid
+    orb.kill(actor)
+    assert orb.get(inner, timeout=30) == "kept"

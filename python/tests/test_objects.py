@@ -139,9 +139,24 @@ def test_init_twice_and_use_before_init(monkeypatch):
     with pytest.raises(RuntimeError, match="orb.init"):
         orb.put(1)
     monkeypatch.delenv("ORB_ENABLE_AUTO_CONNECT")
-    # As Ray's: the first call that needs a cluster starts one.
-    assert orb.get(orb.put(41)) == 41
-    assert orb.is_initialized()
+    # As Ray's: the first call that needs a cluster starts one — one, when many threads
+    # make their first calls at once.
+    import threading
+    values, errors = [], []
+
+    def first_call(i):
+        try:
+            values.append(orb.get(orb.put(i)))
+        except Exception as e:  # noqa: BLE001 (the test reports any)
+            errors.append(e)
+
+    threads = [threading.Thread(target=first_call, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [] and sorted(values) == list(range(16))
+    assert orb.is_initialized() and len(orb.nodes()) == 1
     orb.shutdown()
     orb.init(num_cpus=1)
     try:

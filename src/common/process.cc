@@ -7,13 +7,71 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <thread>
 
 namespace orb {
+namespace {
+
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process:
+// a child that must die with this process is forked by one thread that lives as long as
+// the process does, whichever thread asks (a program's first call from a short-lived
+// thread may start its cluster).
+class ForkThread {
+ public:
+  static ForkThread& Instance() {
+    static ForkThread* thread = new ForkThread();  // never destroyed: it lives with the process
+    return *thread;
+  }
+  static bool IsCurrent() { return on_it_; }
+
+  absl::StatusOr<pid_t> Run(const std::function<absl::StatusOr<pid_t>()>& spawn) {
+    std::packaged_task<absl::StatusOr<pid_t>()> task(spawn);
+    auto result = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back([&task] { task(); });
+    }
+    cv_.notify_one();
+    return result.get();
+  }
+
+ private:
+  ForkThread() {
+    std::thread([this] {
+      on_it_ = true;
+      while (true) {
+        std::function<void()> job;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this] { return !jobs_.empty(); });
+          job = std::move(jobs_.front());
+          jobs_.pop_front();
+        }
+        job();
+      }
+    }).detach();
+  }
+
+  static thread_local bool on_it_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;  // guarded by mu_
+};
+thread_local bool ForkThread::on_it_ = false;
+
+}  // namespace
 
 absl::StatusOr<pid_t> SpawnProcess(const ProcessOptions& options) {
+  if (options.die_with_parent && !ForkThread::IsCurrent()) {
+    return ForkThread::Instance().Run([&options] { return SpawnProcess(options); });
+  }
   if (options.argv.empty()) return absl::InvalidArgumentError("no executable given");
   if (::access(options.argv[0].c_str(), X_OK) != 0) {
     return absl::NotFoundError("cannot execute " + options.argv[0] + ": " + std::strerror(errno));

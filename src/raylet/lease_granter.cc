@@ -346,6 +346,7 @@ void LeaseGranter::Grant(PendingLease& pending, WorkerProcess* worker) {
   lease = Lease{worker->id, pending.resources, pending.requester, false,
                 gpus_.Allocate(gpus).value_or(GpuGrant{}), std::chrono::steady_clock::now(), pending.retriable};
   worker->held_by_gcs = pending.requester.IsNil();
+  worker->ran_tasks |= !worker->held_by_gcs;
   lease_of_worker_[worker->id] = id;
   spdlog::debug("lease {} granted: worker {} with {}", id.Hex().substr(0, 8), worker->id.Hex().substr(0, 8),
                 pending.resources.ToString());
@@ -401,7 +402,7 @@ void LeaseGranter::Dispatch() {
       ++it;
       continue;
     }
-    if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.worker_kind)) {
+    if (WorkerProcess* worker = pool_->PopIdle(pending.job, pending.worker_kind, pending.requester.IsNil())) {
       unclaimed.Subtract(pending.resources);
       Grant(pending, worker);
       it = EraseQueued(it);

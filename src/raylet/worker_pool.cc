@@ -159,10 +159,11 @@ void WorkerPool::Disconnect(const WorkerID& id) {
   }
 }
 
-WorkerProcess* WorkerPool::PopIdle(const JobID& job, const WorkerKind& kind) {
+WorkerProcess* WorkerPool::PopIdle(const JobID& job, const WorkerKind& kind, bool for_actor) {
   WorkerProcess* best = nullptr;
   for (auto& [id, w] : workers_) {
     if (w.job != job || w.kind != kind || w.state != WorkerProcess::State::kIdle) continue;
+    if (for_actor && w.ran_tasks) continue;
     // The most recently idle worker is warmest (its caches, its pages).
     if (!best || w.idle_since > best->idle_since) best = &w;
   }

@@ -81,6 +81,9 @@ struct WorkerProcess {
   // Leased by the GCS for an actor: the GCS decides when it goes (a detached actor
   // outlives its job's driver), not the driver's exit.
   bool held_by_gcs = false;
+  // It ran tasks: it may own their objects, so it never hosts an actor (whose end would
+  // take them with it), as in Ray, where an actor's worker is a fresh one.
+  bool ran_tasks = false;
   State state = State::kStarting;
   std::chrono::steady_clock::time_point idle_since;
   int64_t start_time_ms = 0;  // Unix ms
@@ -93,7 +96,8 @@ class WorkerSupply {
  public:
   virtual ~WorkerSupply() = default;
   virtual absl::Status StartWorker(const rpc::JobInfo& job, const WorkerKind& kind) = 0;
-  virtual WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind) = 0;
+  // An idle worker of `job` and `kind` (for an actor: one that never ran tasks), leased.
+  virtual WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind, bool for_actor) = 0;
   virtual void PushIdle(const WorkerID& id) = 0;
   virtual void Kill(const WorkerID& id) = 0;
   // The worker ends by itself (max_calls): it is never handed out again.
@@ -119,7 +123,7 @@ class WorkerPool : public WorkerSupply {
   void Disconnect(const WorkerID& id);
 
   // An idle worker of `job` and `kind`, now marked leased; null when there is none.
-  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {}) override;
+  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind = {}, bool for_actor = false) override;
   void PushIdle(const WorkerID& id) override;
   void Kill(const WorkerID& id) override;
   void Retire(const WorkerID& id) override;

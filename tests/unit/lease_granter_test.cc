@@ -26,9 +26,9 @@ class FakeWorkers : public WorkerSupply {
     ++started;
     return absl::OkStatus();
   }
-  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind) override {
+  WorkerProcess* PopIdle(const JobID& job, const WorkerKind& kind, bool for_actor) override {
     for (auto& [id, w] : workers_) {
-      if (w.state == WorkerProcess::State::kIdle && w.job == job && w.kind == kind) {
+      if (w.state == WorkerProcess::State::kIdle && w.job == job && w.kind == kind && !(for_actor && w.ran_tasks)) {
         w.state = WorkerProcess::State::kLeased;
         return &w;
       }
