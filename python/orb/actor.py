@@ -270,9 +270,10 @@ class ActorMethod:
         _options.check(options, _options.METHOD_OPTIONS, "an actor method")
         merged = dict(self._options)
         merged.update(options)
-        if "num_returns" in options and options["num_returns"] is None:  # Ray's: the method's default
+        if options.get("num_returns", 0) is None:  # Ray's: the method's default
             merged.pop("num_returns")
-            merged.update({k: v for k, v in self._options.items() if k == "num_returns"})
+            if "num_returns" in self._options:
+                merged["num_returns"] = self._options["num_returns"]
         return ActorMethod(self._handle, self._name, merged)
 
     def __call__(self, *args, **kwargs):

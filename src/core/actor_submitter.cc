@@ -377,7 +377,6 @@ void ActorSubmitter::OnActorInfoLocked(const std::string& actor_id, const absl::
   ActorState& actor = actors_[actor_id];
   actor.watching = false;
   if (stopped_ || status.code() == absl::StatusCode::kCancelled) return;
-
   if (status.ok() && !reply.found()) {
     actor.known = true;
     actor.info.set_actor_id(actor_id);
