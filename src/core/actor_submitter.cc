@@ -275,7 +275,10 @@ void ActorSubmitter::OnBatchDoneLocked(const std::string& actor_id, uint64_t bat
       } else {
         // The worker itself says the actor is gone (ExitActor): send nothing more there
         // until the GCS reports its end.
-        if (found->second->value().error().type() == rpc::ACTOR_DIED) actor.reachable = false;
+        if (found->second->value().error().type() == rpc::ACTOR_DIED) {
+          actor.reachable = false;
+          actor.exiting = true;
+        }
         Complete(call.spec, std::move(*found->second->mutable_value()), std::move(*found->second->mutable_more_values()));
       }
     }
@@ -302,8 +305,10 @@ void ActorSubmitter::OnBatchDoneLocked(const std::string& actor_id, uint64_t bat
     }
     actor.waiting.push_front(std::move(*call));
   }
-  // Known dead already (this process killed it), or a long watch is out: say what is known.
-  if (!actor.lost.empty() && (actor.watching || (actor.known && actor.info.state() == rpc::ActorInfo::DEAD))) {
+  // Known dead already (this process killed it), or a long watch is out (unless the actor
+  // said it is exiting: the GCS is told at once, and answers the watch): say what is known.
+  bool dead = actor.known && actor.info.state() == rpc::ActorInfo::DEAD;
+  if (!actor.lost.empty() && (dead || (actor.watching && !actor.exiting))) {
     FailLost(actor);
   }
   Pump(actor_id, actor);
@@ -335,7 +340,10 @@ bool ActorSubmitter::CompleteEarly(rpc::TaskResult result) {
   for (auto& call : it->second) {
     if (call.spec.task_id() != result.task_id() || call.done) continue;
     call.done = true;
-    if (result.value().error().type() == rpc::ACTOR_DIED) actor.reachable = false;  // ExitActor
+    if (result.value().error().type() == rpc::ACTOR_DIED) {  // ExitActor
+      actor.reachable = false;
+      actor.exiting = true;
+    }
     Complete(call.spec, std::move(*result.mutable_value()), std::move(*result.mutable_more_values()));
     return true;
   }

@@ -89,6 +89,7 @@ class ActorSubmitter {
     bool known = false;      // info came from the GCS
     bool reachable = false;  // ALIVE and no push to it has failed since that report
     bool watching = false;
+    bool exiting = false;    // a call's result said it exited (ExitActor): the GCS hears at once
     std::deque<Call> waiting;
     std::map<uint64_t, std::vector<Call>> in_flight;  // batch number -> calls
     uint64_t next_batch = 0;
