@@ -216,3 +216,30 @@ def test_an_actor_never_takes_over_a_worker_that_ran_tasks(cluster):
     assert orb.get(actor.pid.remote(), timeout=60) != task_pid
     orb.kill(actor)
     assert orb.get(inner, timeout=30) == "kept"
+
+
+@orb.remote(num_cpus=0)
+class Parent:
+    def __init__(self):
+        self.children = []
+
+    def make_children(self, n):
+        """Creates n Workers (1 CPU each); answers the pids of those that start soon."""
+        self.children = [Worker.remote() for _ in range(n)]
+        ready, _ = orb.wait([c.pid.remote() for c in self.children], num_returns=n, timeout=5)
+        return orb.get(ready)
+
+
+def test_the_actors_an_actor_created_end_with_it_started_or_pending(cluster):
+    # As Ray's: a non-detached actor's owner is the process that created it. Three
+    # children of 1 CPU on 2 CPUs: two run, one waits for a CPU.
+    parent = Parent.remote()
+    started = orb.get(parent.make_children.remote(3), timeout=60)
+    assert len(started) == 2 and all(alive(p) for p in started)
+    orb.kill(parent)
+    assert wait_until(lambda: not any(alive(p) for p in started)), "children outlived the actor that created them"
+    assert wait_until(lambda: cpus_free() == 2), "the children's CPUs were not freed"
+    # The waiting child was ended too: it does not take the CPUs freed for new work.
+    fresh = Worker.remote()
+    assert orb.get(fresh.pid.remote(), timeout=60) not in started
+    assert wait_until(lambda: cpus_free() == 1)

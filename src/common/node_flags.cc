@@ -41,6 +41,9 @@ void AddNodeFlags(CLI::App* app, NodeFlags* flags) {
   app->add_option("--infeasible-grace-ms", flags->infeasible_grace_ms,
                   "work no node (and no node type the autoscaler may add) can run fails after this long")
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--idle-worker-timeout-ms", flags->idle_worker_timeout_ms,
+                  "a worker idle this long exits, unless objects it owns are still in use (default 60000)")
+      ->check(CLI::PositiveNumber);
   app->add_option("--max-message-bytes", flags->max_message_bytes,
                   "largest RPC request the GCS and raylets accept, bytes (default 64 MiB)")
       ->check(CLI::Range(1ll << 20, (1ll << 31) - 1));
@@ -80,6 +83,7 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
                                    "--session-dir", where.session_dir, "--token-file", where.token_file,
                                    "--node-ip-address", o.node_ip, "--log-file", log,
                                    "--infeasible-grace-ms", std::to_string(o.infeasible_grace_ms),
+                                   "--idle-worker-timeout-ms", std::to_string(o.idle_worker_timeout_ms),
                                    "--max-message-bytes", std::to_string(o.max_message_bytes),
                                    "--metrics-export-port", std::to_string(o.metrics_export_port)};
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});

@@ -32,6 +32,7 @@ struct NodeFlags {
   double object_spilling_threshold = 0.8;
   std::string node_ip = "127.0.0.1";
   int infeasible_grace_ms = 3000;  // how long work no node can run waits before INFEASIBLE
+  int idle_worker_timeout_ms = 60000;  // a worker idle this long is asked to exit
   long long max_message_bytes = kDefaultMaxMessageBytes;  // the largest RPC request daemons accept
   int metrics_export_port = -1;  // the raylet's Prometheus /metrics: < 0 a free port, 0 none
   std::string worker_cgroups = "auto";  // workers in cgroups with their leases' limits: auto, on, off
@@ -48,7 +49,7 @@ struct NodeFlags {
 
 // Declares --num-cpus, --num-gpus, --memory, --resources, --labels,
 // --object-store-memory, --object-spilling-directory, --object-spilling-threshold,
-// --node-ip-address, --infeasible-grace-ms, --metrics-export-port, --worker-cgroups,
+// --node-ip-address, --infeasible-grace-ms, --idle-worker-timeout-ms, --metrics-export-port, --worker-cgroups,
 // --memory-usage-threshold, --memory-monitor-interval-ms, --gpu-mps, --port,
 // --storage-dir, --gcs-metrics-export-port and --dashboard-port on `app`.
 void AddNodeFlags(CLI::App* app, NodeFlags* flags);

@@ -51,6 +51,10 @@ std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector
   actor->set_detached(options.lifetime_set ? options.detached : options_.detached_actors_by_default);
   *actor->mutable_creation_spec() = std::move(spec);
   CallGcs<rpc::RegisterActorReply>(ORB_RPC(RegisterActor), request, "cannot create actor " + factory_name);
+  if (!actor->detached()) {
+    std::lock_guard<std::mutex> lock(actor_mu_);
+    untracked_owned_actors_.insert(id.Binary());
+  }
   return id.Binary();
 }
 
@@ -86,6 +90,10 @@ void CoreWorker::KillActor(const std::string& actor_id, bool no_restart, const s
 
 internal::RefData CoreWorker::TrackActorHandles(const std::string& actor_id) {
   if (ActorID::FromBinary(actor_id).IsNil()) throw Error("this actor handle is empty (default-constructed?)");
+  {
+    std::lock_guard<std::mutex> lock(actor_mu_);
+    untracked_owned_actors_.erase(actor_id);  // the ref made here counts its handles
+  }
   internal::RefData ref = PutWith(1, [](char* nil) { *nil = static_cast<char>(0xc0); });
   objects_->OnFree(ObjectID::FromBinary(ref.id), [this, actor_id] {
     // Freed on whatever thread dropped the last hold, maybe under a submitter's lock:

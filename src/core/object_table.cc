@@ -434,6 +434,13 @@ size_t ObjectTable::size() const {
   return entries_.size();
 }
 
+size_t ObjectTable::num_in_scope() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : entries_) n += !entry.released;
+  return n;
+}
+
 std::vector<ObjectTable::OwnedSummary> ObjectTable::ListOwned() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::unordered_map<ObjectID, int> captured;  // holds that live objects' values keep

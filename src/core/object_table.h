@@ -153,6 +153,7 @@ class ObjectTable {
   std::vector<BorrowedSummary> ListBorrowed() const;
 
   size_t size() const;           // owned objects (released ones kept for lineage included)
+  size_t num_in_scope() const;   // owned objects still pending or held (not only by lineage)
   size_t num_borrowed() const;   // borrowed objects
   size_t lineage_bytes() const;  // specs kept for reconstruction
 

@@ -460,9 +460,27 @@ void ActorManager::HandleReportWorkerFailure(const rpc::ReportWorkerFailureReque
   if (it != by_worker_.end()) {
     rpc::ActorInfo* actor = Find(it->second);
     // Not recorded: the raylet is told so and reports again.
-    if (actor) return send(ToGrpc(OnFailure(*actor, "its worker process died (" + req.reason() + ")", rpc::ACTOR_DIED, true)));
+    if (actor) {
+      absl::Status recorded = OnFailure(*actor, "its worker process died (" + req.reason() + ")", rpc::ACTOR_DIED, true);
+      if (!recorded.ok()) return send(ToGrpc(recorded));
+    }
   }
-  send(grpc::Status::OK);
+  send(ToGrpc(EndOrphansOf(req.worker_id())));
+}
+
+absl::Status ActorManager::EndOrphansOf(const std::string& worker_id) {
+  std::vector<std::string> orphans;
+  for (const auto& [id, actor] : actors_) {
+    if (!actor.detached() && actor.state() != rpc::ActorInfo::DEAD &&
+        actor.creation_spec().caller().worker_id() == worker_id) {
+      orphans.push_back(id);
+    }
+  }
+  absl::Status recorded;
+  for (const auto& id : orphans) {
+    recorded.Update(MarkDead(actors_[id], "its owner (the worker that created it) died", rpc::ACTOR_DIED));
+  }
+  return recorded;
 }
 
 void ActorManager::OnNodeDead(const std::string& node_id) {

@@ -8,7 +8,7 @@
 // a restart, the actor is RESTARTING and scheduled again while restarts remain
 // (constructor rerun), else DEAD with the reason. A constructor that throws counts as a
 // failure too; with no restarts left the actor is dead with that TaskError. Actors not
-// detached die when their job finishes.
+// detached die when their job finishes or when the worker that created them dies.
 //
 // Every change is written to the TableStore before it is visible and bumps the actor's
 // version; callers long-poll GetActorInfo for the version after the one they know.
@@ -104,6 +104,9 @@ class ActorManager {
   absl::Status MarkDead(rpc::ActorInfo& actor, const std::string& reason, rpc::ErrorType type);
   // Gives the actor's lease back; its raylet kills the worker.
   void ReleaseWorker(rpc::ActorInfo& actor);
+  // The worker `worker_id` (binary) died: the actors it created that are not detached
+  // die with it, as in Ray (nothing is left to call them or end them).
+  absl::Status EndOrphansOf(const std::string& worker_id);
   // Forgets the oldest dead actors beyond options_.max_dead_actors.
   void ForgetOldDead();
   // Persists, bumps the version, and answers waiters.

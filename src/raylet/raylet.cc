@@ -119,7 +119,7 @@ Raylet::Raylet(RayletOptions options, std::unique_ptr<ShmArena> arena)
           },
           SpillOptionsFor(options_, arena_.get(), &loop_)),
       worker_metric_clients_(options_.token, std::chrono::seconds(30)),
-      owner_clients_(options_.token) {
+      worker_clients_(options_.token) {
   gcs_ = std::make_unique<RpcClient<rpc::GcsService>>(options_.gcs_address, options_.token);
   raylet_clients_ = std::make_unique<ClientPool<rpc::RayletService>>(options_.token);
   // A freed primary's copies on other nodes go with it.
@@ -172,6 +172,7 @@ absl::Status Raylet::Start() {
   pool.python_executable = options_.python_executable;
   pool.python_path = options_.python_path;
   pool.idle_timeout = options_.idle_worker_timeout;
+  pool.ask_to_exit = [this](const WorkerProcess& w, WorkerPoolOptions::ExitAnswer answer) { AskToExit(w, answer); };
   pool.max_starting = std::max(2, static_cast<int>(options_.resources.Get("CPU")));
   worker_pool_ = std::make_unique<WorkerPool>(pool, [this](const WorkerProcess& w) { OnWorkerDeath(w); });
 
@@ -343,6 +344,27 @@ void Raylet::PrestartWorkers(const rpc::JobInfo& job) {
     started++;
   }
   if (started > 0) spdlog::info("prestarted {} worker(s) for job {} [job_id={}]", started, id.Hex(), id.Hex());
+}
+
+std::string Raylet::WorkerAddress(const WorkerProcess& w) const {
+  return w.unix_socket.empty() ? options_.node_ip + ":" + std::to_string(w.port) : "unix:" + w.unix_socket;
+}
+
+void Raylet::AskToExit(const WorkerProcess& w, WorkerPoolOptions::ExitAnswer answer) {
+  CallOptions call;
+  call.timeout = std::chrono::seconds(10);
+  WorkerID id = w.id;
+  worker_clients_.Get(WorkerAddress(w))
+      ->Call<rpc::ExitReply>(
+          ORB_RPC(Exit), rpc::ExitRequest(),
+          [this, id, answer](const absl::Status& status, rpc::ExitReply&& reply) {
+            absl::StatusOr<bool> exiting = status.ok() ? absl::StatusOr<bool>(reply.exiting()) : status;
+            if (status.ok() && !reply.exiting()) {
+              spdlog::debug("idle worker {} stays: {} [worker_id={}]", id.Hex(), reply.why_not(), id.Hex());
+            }
+            loop_.Post([answer, exiting] { answer(exiting); });
+          },
+          call);
 }
 
 void Raylet::OnWorkerDeath(const WorkerProcess& worker) {

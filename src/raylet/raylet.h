@@ -187,6 +187,10 @@ class Raylet {
   prom::Exposition NodeMetrics() const;
   // (worker ID hex, address) of each registered worker and driver, for their metrics.
   std::vector<std::pair<std::string, std::string>> WorkerEndpoints() const;
+  // Where a registered worker serves its CoreWorkerService.
+  std::string WorkerAddress(const WorkerProcess& w) const;
+  // Asks an idle worker to exit (WorkerPoolOptions::ask_to_exit).
+  void AskToExit(const WorkerProcess& w, WorkerPoolOptions::ExitAnswer answer);
   // Sends the pulls completed since the last call to the GCS, for the timeline.
   void ReportTransfers();
   // Wires the evacuator that moves primaries away when the node is drained.
@@ -234,7 +238,7 @@ class Raylet {
   ClientPool<rpc::CoreWorkerService> worker_metric_clients_;  // used by MetricsText's threads
   std::unordered_map<std::string, NodeID> node_of_stream_;
   std::unique_ptr<ObjectEvacuator> evacuator_;
-  ClientPool<rpc::CoreWorkerService> owner_clients_;  // owners told where their objects moved
+  ClientPool<rpc::CoreWorkerService> worker_clients_;  // owners told where objects moved, idle workers asked to exit
   // The RPC address of each owner of primaries here ("ip:port"), from CreateObject.
   std::unordered_map<WorkerID, std::string> owner_addresses_;
   std::unordered_set<JobID> prestarted_jobs_;  // running jobs whose workers were prestarted here

@@ -185,7 +185,7 @@ void Raylet::MakeEvacuator() {
     request.set_object_id(o.id.Binary());
     request.set_from_node_id(node_id_.Binary());
     request.set_to_node_id(target.Binary());
-    owner_clients_.Get(o.owner_address)
+    worker_clients_.Get(o.owner_address)
         ->Call<rpc::ObjectMovedReply>(
             ORB_RPC(ObjectMoved), request,
             [this, done](const absl::Status& status, rpc::ObjectMovedReply&& reply) {

@@ -78,7 +78,7 @@ int RayletMain(int argc, char** argv) {
   app.add_option("--python-executable", options.python_executable,
                  "Python interpreter for the Python workers of jobs that name none (C++ jobs calling Python; "
                  "default: /usr/bin/python3 where it exists, else python3 on PATH)");
-  app.add_option("--idle-worker-timeout-ms", idle_ms, "stop workers idle this long")->check(CLI::PositiveNumber);
+  app.add_option("--idle-worker-timeout-ms", idle_ms, "a worker idle this long exits, unless objects it owns are still in use")->check(CLI::PositiveNumber);
   app.add_option("--infeasible-grace-ms", infeasible_ms, "answer INFEASIBLE after this long")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--metrics-export-port", options.metrics_export_port,

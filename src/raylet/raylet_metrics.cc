@@ -79,10 +79,7 @@ prom::Exposition Raylet::NodeMetrics() const {
 
 std::vector<std::pair<std::string, std::string>> Raylet::WorkerEndpoints() const {
   std::vector<std::pair<std::string, std::string>> endpoints;
-  for (const WorkerProcess& w : worker_pool_->Registered()) {
-    endpoints.emplace_back(w.id.Hex(), w.unix_socket.empty() ? options_.node_ip + ":" + std::to_string(w.port)
-                                                             : "unix:" + w.unix_socket);
-  }
+  for (const WorkerProcess& w : worker_pool_->Registered()) endpoints.emplace_back(w.id.Hex(), WorkerAddress(w));
   return endpoints;
 }
 

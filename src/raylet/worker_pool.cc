@@ -162,7 +162,7 @@ void WorkerPool::Disconnect(const WorkerID& id) {
 WorkerProcess* WorkerPool::PopIdle(const JobID& job, const WorkerKind& kind, bool for_actor) {
   WorkerProcess* best = nullptr;
   for (auto& [id, w] : workers_) {
-    if (w.job != job || w.kind != kind || w.state != WorkerProcess::State::kIdle) continue;
+    if (w.job != job || w.kind != kind || w.state != WorkerProcess::State::kIdle || w.exit_asked) continue;
     if (for_actor && w.ran_tasks) continue;
     // The most recently idle worker is warmest (its caches, its pages).
     if (!best || w.idle_since > best->idle_since) best = &w;
@@ -303,11 +303,34 @@ void WorkerPool::ReapDead() {
 void WorkerPool::StopIdleWorkers() {
   auto now = std::chrono::steady_clock::now();
   for (auto& [id, w] : workers_) {
-    if (w.state == WorkerProcess::State::kIdle && now - w.idle_since > options_.idle_timeout) {
+    if (w.state != WorkerProcess::State::kIdle || w.exit_asked || now - w.idle_since <= options_.idle_timeout) continue;
+    if (!options_.ask_to_exit) {
       ::kill(w.pid, SIGTERM);
       w.state = WorkerProcess::State::kLeased;  // never handed out again
+      continue;
     }
+    // It may own objects still in use (results of tasks it submitted, objects it put):
+    // they would be lost with it, so it decides.
+    w.exit_asked = true;
+    options_.ask_to_exit(w, [this, id = id](const absl::StatusOr<bool>& answer) { OnExitAnswer(id, answer); });
   }
+}
+
+void WorkerPool::OnExitAnswer(const WorkerID& id, const absl::StatusOr<bool>& answer) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;  // it ended meanwhile
+  WorkerProcess& w = it->second;
+  if (answer.ok() && !*answer) {
+    w.exit_asked = false;  // it stays, idle, and is asked again after another timeout
+    w.idle_since = std::chrono::steady_clock::now();
+    return;
+  }
+  if (!answer.ok()) {
+    spdlog::info("worker {} did not answer the request to exit ({}): stopping it", id.Hex(),
+                 answer.status().ToString());
+    ::kill(w.pid, SIGTERM);
+  }
+  w.state = WorkerProcess::State::kLeased;  // never handed out again; ReapDead sees it go
 }
 
 void WorkerPool::KillAll() {

@@ -29,6 +29,8 @@
 
 namespace orb {
 
+struct WorkerProcess;
+
 struct WorkerPoolOptions {
   std::string node_id_hex;
   std::string raylet_address;
@@ -42,6 +44,13 @@ struct WorkerPoolOptions {
   std::string python_executable = "python3";
   std::vector<std::string> python_path;
   std::chrono::milliseconds idle_timeout{60000};
+  // Asks a worker idle past `idle_timeout` to exit; `answer` (called on the pool's
+  // thread, never from within this call) says true when it exits by itself, false when
+  // it stays because objects it owns are still in use (it is asked again after another
+  // timeout), or an error when it could not be asked (it is stopped with SIGTERM).
+  // Null: idle workers are stopped with SIGTERM at once.
+  using ExitAnswer = std::function<void(absl::StatusOr<bool>)>;
+  std::function<void(const WorkerProcess&, ExitAnswer)> ask_to_exit;
   // At most this many workers start at once (starting is CPU-heavy on a small node).
   int max_starting = 4;
   // Each worker goes into a cgroup of its own here (null: workers are not isolated).
@@ -84,6 +93,8 @@ struct WorkerProcess {
   // It ran tasks: it may own their objects, so it never hosts an actor (whose end would
   // take them with it), as in Ray, where an actor's worker is a fresh one.
   bool ran_tasks = false;
+  // Asked to exit for idling (StopIdleWorkers): not handed out until it answers.
+  bool exit_asked = false;
   State state = State::kStarting;
   std::chrono::steady_clock::time_point idle_since;
   int64_t start_time_ms = 0;  // Unix ms
@@ -131,7 +142,7 @@ class WorkerPool : public WorkerSupply {
   void KillForMemory(const WorkerID& id, const std::string& why);
   // Reaps exited children and forgets dead drivers, calling on_death for each.
   void ReapDead();
-  // Stops idle workers past the idle timeout.
+  // Asks the workers idle past the idle timeout to exit (stops them, without ask_to_exit).
   void StopIdleWorkers();
   void KillAll();
   // Kills the idle workers of a finished job (not those the GCS holds for actors).
@@ -152,6 +163,8 @@ class WorkerPool : public WorkerSupply {
 
  private:
   void HandleDeath(std::unordered_map<WorkerID, WorkerProcess>::iterator it);
+  // A worker asked to exit for idling answered (see WorkerPoolOptions::ask_to_exit).
+  void OnExitAnswer(const WorkerID& id, const absl::StatusOr<bool>& answer);
   void RememberExit(const WorkerID& id, WorkerExit exit);
   // How the worker that exited with wait `status` ended, its own memory limit considered.
   WorkerExit ClassifyExit(const WorkerProcess& worker, int status);

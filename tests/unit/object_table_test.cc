@@ -34,6 +34,20 @@ TEST_CASE("an owned object lives while a borrower holds it", "[object_table]") {
   CHECK_FALSE(table.UpdateBorrower(id, "10.0.0.2:5000", 1));  // gone: the borrow is void
 }
 
+TEST_CASE("objects in scope are those pending or still held", "[object_table]") {
+  ObjectTable table([](const ObjectID&, const std::string&) {});
+  REQUIRE(table.num_in_scope() == 0);
+  ObjectID put = ObjectID::FromRandom(), pending = ObjectID::FromRandom();
+  table.AddReady(put, Inline("x"));
+  table.AddPending(pending);
+  REQUIRE(table.num_in_scope() == 2);
+  table.RemoveLocalRef(pending);  // its task still runs: it stays until it is ready
+  REQUIRE(table.num_in_scope() == 2);
+  table.SetReady(pending, Inline("y"));
+  table.RemoveLocalRef(put);
+  REQUIRE(table.num_in_scope() == 0);
+}
+
 TEST_CASE("an object keeps what its value contains until it is freed", "[object_table]") {
   std::vector<ObjectID> freed;
   ObjectTable table([&](const ObjectID& id, const std::string&) { freed.push_back(id); });
