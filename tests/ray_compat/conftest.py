@@ -1,6 +1,7 @@
 """Ray's common test fixtures, implemented on orb through the `ray` shim (shim/ray), and
 the bounds of a compatibility run: a per-phase alarm (RAY_COMPAT_TEST_TIMEOUT seconds,
-default 60) that fails a test which runs too long, a faulthandler hard stop behind it,
+default 180, the limit Ray's own pytest.ini sets for each of its tests) that fails a test
+which runs too long, a faulthandler hard stop behind it,
 a minimal runner for `async def` tests (no pytest-asyncio here), and a JSON-lines log
 of every test's outcome ($RAY_COMPAT_RESULTS) that run.py reads even when a process
 had to be killed."""
@@ -17,7 +18,7 @@ import pytest
 
 import orb
 
-TEST_TIMEOUT = float(os.environ.get("RAY_COMPAT_TEST_TIMEOUT", "60"))
+TEST_TIMEOUT = float(os.environ.get("RAY_COMPAT_TEST_TIMEOUT", "180"))
 RESULTS = os.environ.get("RAY_COMPAT_RESULTS")
 # What orb.init takes; a fixture's request.param keys that it does not are dropped.
 INIT_KEYS = {"address", "namespace", "num_cpus", "num_gpus", "resources", "object_store_memory",
