@@ -2,6 +2,7 @@
 takes. A misspelt or mistyped option is a clear error where `.options()` is called."""
 import functools
 import json
+import warnings
 
 TASK_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "max_retries", "retry_exceptions", "name",
                 "scheduling_strategy", "placement_group", "placement_group_bundle_index", "label_selector",
@@ -11,12 +12,15 @@ ACTOR_OPTIONS = {"num_cpus", "num_gpus", "resources", "memory", "name", "namespa
                  "max_task_retries", "max_concurrency", "scheduling_strategy", "placement_group",
                  "placement_group_bundle_index", "label_selector", "runtime_env", "get_if_exists",
                  "concurrency_groups", "placement_group_capture_child_tasks",
-                 "_actor_generator_backpressure_num_objects"}
+                 "_actor_generator_backpressure_num_objects", "object_store_memory"}
 METHOD_OPTIONS = {"name", "num_returns", "_generator_backpressure_num_objects", "concurrency_group"}
 STREAMING = "streaming"  # num_returns of a generator whose items stream to the caller
 DYNAMIC = "dynamic"  # num_returns of a generator whose one result holds all its items' refs
 
 LANGUAGE_PYTHON = 1
+# The core's scheduling strategies (TaskOptionsData::strategy, kStrategy* in C++).
+STRATEGY_SPREAD = 1
+STRATEGY_NODE_AFFINITY = 2
 UNLIMITED_RETRIES = (1 << 31) - 1  # max_retries=-1
 MAX_NUM_RETURNS = 1 << 16  # the core's bound (task_options_check.h)
 
@@ -41,7 +45,7 @@ def _types():
         "scheduling_strategy": (str, PlacementGroupSchedulingStrategy, NodeAffinitySchedulingStrategy),
         "placement_group": (str, PlacementGroup), "placement_group_capture_child_tasks": (bool,),
         "get_if_exists": (bool,), "concurrency_groups": (dict, list), "concurrency_group": (str,),
-        "label_selector": (dict, str), "retry_exceptions": (bool, list, tuple),
+        "label_selector": (dict, str), "retry_exceptions": (bool, list, tuple), "object_store_memory": _NUMBER,
     }
 
 
@@ -110,9 +114,9 @@ def _placement(options, out):
     if strategy is None or strategy == "DEFAULT":
         pass
     elif strategy == "SPREAD":
-        out["strategy"] = 1
+        out["strategy"] = STRATEGY_SPREAD
     elif isinstance(strategy, ss.NodeAffinitySchedulingStrategy):
-        out["strategy"] = 2
+        out["strategy"] = STRATEGY_NODE_AFFINITY
         out["affinity_node_id"] = strategy.node_id
         out["affinity_soft"] = bool(strategy.soft)
     elif isinstance(strategy, ss.PlacementGroupSchedulingStrategy):
@@ -223,8 +227,18 @@ def returns_options(options):
     return {"num_returns": 1, "streaming": True, "generator_backpressure": bound or 0}
 
 
+def deprecated_object_store_memory(what):
+    """Ray's warning for `object_store_memory` on actors or bundles (`what`), which
+    reserves nothing: it is accepted and dropped."""
+    warnings.warn("Setting 'object_store_memory' for %s is deprecated since it doesn't actually reserve the "
+                  "required object store memory. Objects beyond the store's capacity are spilled to disk "
+                  "instead: leave it out." % what, DeprecationWarning, stacklevel=4)
+
+
 def actor_options(options):
     """ActorOptionsData's fields for an actor class's options."""
+    if options.get("object_store_memory") is not None:
+        deprecated_object_store_memory("actors")
     if not options.get("max_restarts") and options.get("max_task_retries"):
         raise ValueError("max_task_retries cannot be set without max_restarts: calls are retried only when the "
                          "actor restarts")

@@ -203,3 +203,11 @@ def test_leaving_the_captured_group_and_looking_groups_up(cluster):
     assert row["name"] == "half" and row["state"] == "CREATED" and row["bundles"] == {0: {"CPU": 1.0}}
     assert pg.id.hex() in placement_group_table()
     remove_placement_group(pg)
+
+
+def test_object_store_memory_in_a_bundle_is_dropped_with_rays_deprecation_warning(cluster):
+    with pytest.warns(DeprecationWarning, match="'object_store_memory' for bundles is deprecated"):
+        group = placement_group([{"CPU": 1, "object_store_memory": 1 << 20}])
+    assert group.bundle_specs == [{"CPU": 1.0}]
+    assert group.wait(30)  # nothing reserved that no node offers
+    remove_placement_group(group)

@@ -82,3 +82,10 @@ def test_good_options_are_accepted():
     orb.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=4, lifetime="detached", name="w",
                namespace="n", get_if_exists=True, concurrency_groups={"io": 2})(Worker)
     orb.remote(num_cpus=None, name=None, placement_group="default")(work)  # None: the default, as Ray's
+
+
+def test_object_store_memory_on_an_actor_is_dropped_with_rays_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="'object_store_memory' for actors is deprecated"):
+        orb.remote(object_store_memory=1)(Worker)
+    with pytest.raises(TypeError, match="object_store_memory"):
+        orb.remote(object_store_memory="1GB")(Worker)

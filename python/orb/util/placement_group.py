@@ -7,6 +7,7 @@ together, for tasks and actors to run in.
     remove_placement_group(pg)
 """
 from orb import _core
+from orb._options import deprecated_object_store_memory
 
 STRATEGIES = {"PACK": 0, "SPREAD": 1, "STRICT_PACK": 2, "STRICT_SPREAD": 3}
 VALID_PLACEMENT_GROUP_STRATEGIES = set(STRATEGIES)  # Ray's name
@@ -81,7 +82,9 @@ def placement_group(bundles, strategy="PACK", name="", lifetime=None):
     from orb import _check_initialized
     _check_initialized("placement_group")
     validate_placement_group(bundles, strategy, lifetime)
-    specs = [{str(k): float(v) for k, v in b.items()} for b in bundles]
+    if any("object_store_memory" in b for b in bundles):
+        deprecated_object_store_memory("bundles")
+    specs = [{str(k): float(v) for k, v in b.items() if k != "object_store_memory"} for b in bundles]
     id_hex = _core.create_placement_group(specs, STRATEGIES[strategy], name or "", lifetime == "detached")
     return PlacementGroup(id_hex, specs)
 
