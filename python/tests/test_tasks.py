@@ -219,6 +219,23 @@ def _workers_of_job(address, job_id):
     return [w for w in json.loads(out) if w["job_id"] == job_id and not w["is_driver"]]
 
 
+def test_node_resources_pin_work_to_the_head_or_a_node_as_in_ray(cli_cluster):
+    orb.init(address=cli_cluster)
+    try:
+        ip = orb.util.get_node_ip_address()
+        assert ip == "127.0.0.1"
+        # Every node offers node:<its address> (both are on this host), the head alone
+        # node:__internal_head__; orb status and the autoscaler leave them out of sums.
+        assert orb.cluster_resources()["node:" + ip] == 2
+        assert orb.cluster_resources()["node:__internal_head__"] == 1
+        heads = [n["NodeID"] for n in orb.nodes() if "node:__internal_head__" in n["Resources"]]
+        assert len(heads) == 1
+        pinned = where.options(resources={"node:__internal_head__": 0.001}, scheduling_strategy="SPREAD")
+        assert set(orb.get([pinned.remote() for _ in range(10)])) == set(heads)
+    finally:
+        orb.shutdown()
+
+
 def test_prestarted_workers_are_up_before_the_first_task_and_run_it(cli_cluster):
     with pytest.raises(ValueError, match="prestart_workers"):
         orb.init(address=cli_cluster, prestart_workers=-1)

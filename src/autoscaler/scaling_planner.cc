@@ -166,12 +166,21 @@ class Planner {
                                                : "every node type that fits is at its max_workers";
       } else if (only_gpu_types) {
         *why_not = "only node types with GPUs could hold it, and they are kept for work that needs GPUs";
+      } else if (PinnedToANode(shape)) {
+        *why_not = "it is pinned to one node (a node: resource): it waits for that node, not for a new one";
       } else {
         *why_not = "no node type has " + shape.ToString() +
                    (selector.empty() ? "" : " with labels matching '" + selector.text() + "'");
       }
     }
     return best;
+  }
+
+  static bool PinnedToANode(const ResourceSet& shape) {
+    for (const auto& [name, amount] : shape.ToMap()) {
+      if (IsNodeResource(name)) return true;
+    }
+    return false;
   }
 
   // How well a node of `resources` would be used by the waiting shapes: the average

@@ -153,7 +153,7 @@ int Start(const StartOptions& start) {
   }
   // Several raylets may share a session directory: each gets its own log files.
   std::string tag = NodeID::FromRandom().Hex().substr(0, 8);
-  auto raylet = StartDaemon(RayletArgs(o, RayletPlacement{raylet_bin, gcs_address, session, token_file, tag}),
+  auto raylet = StartDaemon(RayletArgs(o, RayletPlacement{raylet_bin, gcs_address, session, token_file, tag, start.head}),
                             session + "/logs/raylet-" + tag + ".out",
                             /*die_with_parent=*/start.block, std::chrono::seconds(30));
   if (!raylet.ok()) {

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/client_pool.h"
 #include "common/id.h"
+#include "common/resources.h"
 #include "common/rpc.h"
 #include "common/session.h"
 #include "gcs_service.grpc.pb.h"
@@ -116,6 +117,7 @@ int Status(const std::string& given_address) {
     }
     alive.push_back(&node);
     for (const auto& [k, v] : node.resources_total()) {
+      if (IsNodeResource(k)) continue;  // one per node: nothing to sum
       total[k] += v;
       auto it = node.resources_available().find(k);
       used[k] += v - (it == node.resources_available().end() ? 0.0 : it->second);

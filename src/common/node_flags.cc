@@ -87,6 +87,7 @@ std::vector<std::string> RayletArgs(const NodeFlags& o, const RayletPlacement& w
                                    "--max-message-bytes", std::to_string(o.max_message_bytes),
                                    "--metrics-export-port", std::to_string(o.metrics_export_port)};
   if (o.node_ip != "127.0.0.1") argv.insert(argv.end(), {"--bind", "0.0.0.0"});
+  if (where.head) argv.push_back("--head");
   if (o.num_cpus >= 0) argv.insert(argv.end(), {"--num-cpus", std::to_string(o.num_cpus)});
   if (o.num_gpus >= 0) argv.insert(argv.end(), {"--num-gpus", std::to_string(o.num_gpus)});
   if (o.memory >= 0) argv.insert(argv.end(), {"--memory", std::to_string(o.memory)});

@@ -70,6 +70,7 @@ struct RayletPlacement {
   std::string session_dir;
   std::string token_file;
   std::string log_tag;  // its logs are logs/raylet-<tag>.log (.out); empty: raylet.log
+  bool head = false;    // the head's raylet (it offers node:__internal_head__)
 };
 std::vector<std::string> RayletArgs(const NodeFlags& flags, const RayletPlacement& where);
 // The gcs_server command line of a head; `storage_dir` empty keeps tables in memory.

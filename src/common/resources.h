@@ -70,4 +70,11 @@ std::string PlacementGroupResourceName(const std::string& resource, const std::s
 inline constexpr double kBundleMarkerAmount = 1000;
 inline constexpr double kBundleMarkerRequest = 0.001;
 
+// Node resources, as Ray's: every node offers 1 of "node:<its address>", the head node 1
+// of "node:__internal_head__"; work asks for a sliver (0.001) to be pinned there. The
+// autoscaler never adds a node for them.
+inline constexpr char kNodeResourcePrefix[] = "node:";
+inline constexpr char kHeadNodeResource[] = "node:__internal_head__";
+inline bool IsNodeResource(const std::string& name) { return name.rfind(kNodeResourcePrefix, 0) == 0; }
+
 }  // namespace orb

@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(const Co
   WriteStringToFile(*session + "/address", gcs->address).IgnoreError();
   WriteStringToFile(*session + "/gcs.pid", std::to_string(gcs->pid)).IgnoreError();
 
-  auto raylet = StartDaemon(RayletArgs(flags, RayletPlacement{raylet_bin, gcs->address, *session, token_file, ""}), *session + "/logs/raylet.out", /*die_with_parent=*/true,
+  auto raylet = StartDaemon(RayletArgs(flags, RayletPlacement{raylet_bin, gcs->address, *session, token_file, "", /*head=*/true}), *session + "/logs/raylet.out", /*die_with_parent=*/true,
                             std::chrono::seconds(20));
   if (!raylet.ok()) return raylet.status();
   cluster->raylet_pid_ = raylet->pid;

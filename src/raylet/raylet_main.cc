@@ -7,6 +7,7 @@
 
 #include "common/logging.h"
 #include "common/process.h"
+#include "common/resources.h"
 #include "common/session.h"
 #include "gossip/gossip_flags.h"
 #include "raylet/node_memory.h"
@@ -49,6 +50,7 @@ int RayletMain(int argc, char** argv) {
   int64_t object_store_memory = 0;  // default: DefaultObjectStoreBytes
   int idle_ms = 60000;
   int infeasible_ms = 3000;
+  bool head = false;
   app.add_option("--gcs-address", options.gcs_address, "GCS address HOST:PORT")->required();
   app.add_option("--port", options.port, "port to serve on (0 picks a free one)")->check(CLI::Range(0, 65535));
   app.add_option("--object-manager-port", options.object_manager_port,
@@ -56,6 +58,7 @@ int RayletMain(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--bind", options.bind, "address to bind (default loopback only)");
   app.add_option("--node-ip-address", options.node_ip, "address other processes use to reach this node");
+  app.add_flag("--head", head, "this is the cluster's head node: it offers node:__internal_head__");
   app.add_option("--num-cpus", num_cpus, "CPUs to offer (default: core count)")->check(CLI::NonNegativeNumber);
   app.add_option("--num-gpus", num_gpus, "GPUs to offer (default: detected)")->check(CLI::NonNegativeNumber);
   app.add_option("--memory", memory, "memory to offer for tasks, bytes (default: available memory less the object store)")
@@ -107,6 +110,10 @@ int RayletMain(int argc, char** argv) {
   for (const char* reserved : {"CPU", "GPU", "memory"}) {
     if (custom->Get(reserved) > 0) return fail(std::string("set ") + reserved + " with its own flag, not --resources");
   }
+  // As Ray's: every node offers one `node:<its address>`, the head `node:__internal_head__`
+  // too, so that work can be pinned to a node (or the head) by resource.
+  custom->Set(std::string(kNodeResourcePrefix) + options.node_ip, 1);
+  if (head) custom->Set(kHeadNodeResource, 1);
   auto labels = ParseLabels(labels_json);
   if (!labels.ok()) return fail(std::string(labels.status().message()));
   options.labels = *labels;

@@ -67,6 +67,16 @@ TEST_CASE("a GPU shape brings up the GPU type; a shape no type has is infeasible
   CHECK(plan.infeasible[0].find("CPU: 64") != std::string::npos);
 }
 
+TEST_CASE("work pinned to the busy head waits for it: no node is added and it is not infeasible", "[planner]") {
+  ScalingInput in = TwoTypes();
+  in.queued = {{R({{"CPU", 1}, {"node:__internal_head__", 0.001}}), 3}};
+  ScalingPlan plan = PlanScaling(in);
+  CHECK(plan.launch.empty());
+  CHECK(plan.infeasible.empty());
+  REQUIRE(plan.reasons.size() == 1);
+  CHECK(plan.reasons[0].find("pinned to one node") != std::string::npos);
+}
+
 TEST_CASE("a larger type is chosen for a shape the smaller one cannot hold", "[planner]") {
   ScalingInput in = TwoTypes();
   in.queued = {{R({{"CPU", 6}}), 1}};

@@ -1,5 +1,7 @@
 """Ray's ray.util, renamed: scheduling strategies, placement groups, collectives, ActorPool,
-list_named_actors."""
+list_named_actors, get_node_ip_address."""
+import os
+
 from orb import collective  # noqa: F401 (orb.util.collective, as ray.util.collective)
 from orb.util import scheduling_strategies  # noqa: F401
 from orb.util.placement_group import (PlacementGroup, get_current_placement_group, get_placement_group,  # noqa: F401
@@ -17,3 +19,15 @@ def list_named_actors(all_namespaces=False):
         return [{"name": r["name"], "namespace": r["namespace"]} for r in rows]
     namespace = _core.namespace()
     return [r["name"] for r in rows if r["namespace"] == namespace]
+
+
+def get_node_ip_address():
+    """Ray's: the address of the node this process runs on, as its `node:<address>`
+    resource names it (a process not connected: this host's, as orb's nodes default to)."""
+    from orb import _core, nodes
+    if _core.is_initialized():
+        node_id = _core.node_id()
+        for node in nodes():
+            if node["NodeID"] == node_id:
+                return node["NodeManagerAddress"]
+    return os.environ.get("ORB_NODE_IP") or "127.0.0.1"
