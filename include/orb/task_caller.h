@@ -124,6 +124,10 @@ class TaskOptionsSetters {
   }
   // Where the task may run (see <orb/scheduling.h>). Default: hybrid.
   Derived& SetSchedulingStrategy(const SchedulingStrategy& strategy) {
+    static_assert(std::is_same_v<std::variant_alternative_t<internal::kStrategySpread, SchedulingStrategy>,
+                                 SpreadSchedulingStrategy> &&
+                  std::is_same_v<std::variant_alternative_t<internal::kStrategyNodeAffinity, SchedulingStrategy>,
+                                 NodeAffinitySchedulingStrategy>);
     options_.strategy = static_cast<int>(strategy.index());
     if (auto* affinity = std::get_if<NodeAffinitySchedulingStrategy>(&strategy)) {
       options_.affinity_node_id = affinity->node_id;

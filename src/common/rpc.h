@@ -76,6 +76,15 @@ struct CallOptions {
   int max_attempts = 1;
   std::chrono::milliseconds initial_backoff{100};
 
+  // A call that lasts as long as the work it waits for: a lease request queued until
+  // resources free up, a task or method that runs as long as it likes, an item held
+  // back until its reader catches up. No deadline short of a year: keepalive pings
+  // notice a peer that stopped answering.
+  static CallOptions UntilDone() {
+    CallOptions options;
+    options.timeout = std::chrono::hours(24 * 365);
+    return options;
+  }
   // For idempotent calls whose loss would leak something (a lease, a bundle, an
   // object): up to 6 attempts over about 3 s.
   static CallOptions Retried() {

@@ -45,10 +45,7 @@ void TaskPusher::Push(const rpc::Address& worker, const rpc::PushTasksRequest& r
                                 });
     return;
   }
-  CallOptions call;
-  // Tasks and methods may run as long as they like; keepalive pings notice a process
-  // that stopped answering.
-  call.timeout = std::chrono::hours(24 * 365);
+  CallOptions call = CallOptions::UntilDone();  // tasks and methods may run as long as they like
   grpc_->Get(GrpcEndpoint(worker))
       ->Call<rpc::PushTasksReply>(
           ORB_RPC(PushTasks), request,

@@ -418,7 +418,7 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
                                     const internal::TaskOptionsData& options, bool default_cpu) {
   CheckTaskOptions(options);
   NodeID affinity;
-  if (options.strategy == 2) affinity = NodeID::FromHex(options.affinity_node_id);
+  if (options.strategy == internal::kStrategyNodeAffinity) affinity = NodeID::FromHex(options.affinity_node_id);
   rpc::TaskSpec spec;
   TaskID task = TaskID::FromRandom();
   ObjectID return_id = ObjectID::ForTaskReturn(task, 1);
@@ -445,6 +445,9 @@ rpc::TaskSpec CoreWorker::BuildSpec(const std::string& function_name, std::vecto
   spec.set_language(static_cast<rpc::Language>(options.language));
   *spec.mutable_caller() = self_address_;
   auto* scheduling = spec.mutable_scheduling();
+  static_assert(internal::kStrategyDefault == rpc::SchedulingOptions::DEFAULT &&
+                internal::kStrategySpread == rpc::SchedulingOptions::SPREAD &&
+                internal::kStrategyNodeAffinity == rpc::SchedulingOptions::NODE_AFFINITY);
   scheduling->set_strategy(static_cast<rpc::SchedulingOptions::Strategy>(options.strategy));
   if (!affinity.IsNil()) scheduling->set_affinity_node_id(affinity.Binary());
   scheduling->set_affinity_soft(options.affinity_soft);

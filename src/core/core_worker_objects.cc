@@ -469,8 +469,7 @@ bool CoreWorker::ReportGeneratorItem(internal::ReturnData item) {
   request.set_task_id(spec->task_id());
   request.set_index(index);
   *request.mutable_value() = StoreReturn(*spec, ReturnId(*spec, static_cast<int>(index) + 2), std::move(item.value), item.refs);
-  CallOptions call;
-  call.timeout = std::chrono::hours(24);  // under backpressure the owner answers when its reader catches up
+  CallOptions call = CallOptions::UntilDone();  // under backpressure the owner answers when its reader catches up
   const rpc::Address& owner = spec->caller();
   auto reply = worker_clients_->Get(owner.ip() + ":" + std::to_string(owner.port()))
                    ->CallSync<rpc::ReportGeneratorItemReply>(ORB_RPC(ReportGeneratorItem), request, call);

@@ -30,7 +30,7 @@ void CheckTaskOptions(const internal::TaskOptionsData& options) {
   for (const std::string* selector : {&options.label_selector, &options.soft_label_selector}) {
     if (auto parsed = LabelSelector::Parse(*selector); !parsed.ok()) throw Error(std::string(parsed.status().message()));
   }
-  if (options.strategy == 2 && NodeID::FromHex(options.affinity_node_id).IsNil()) {
+  if (options.strategy == internal::kStrategyNodeAffinity && NodeID::FromHex(options.affinity_node_id).IsNil()) {
     throw Error("node affinity: '" + options.affinity_node_id + "' is not a node ID (32 hex digits)");
   }
   if (!options.placement_group_id.empty() && PlacementGroupID::FromHex(options.placement_group_id).IsNil()) {

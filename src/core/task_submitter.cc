@@ -192,8 +192,7 @@ void TaskSubmitter::RequestLease(const std::string& key, std::shared_ptr<RpcClie
   request.set_retriable(!queue.pending.empty() && queue.pending.front()->max_retries() != 0);
   request.set_lease_request_id(request_id);
   for (const auto& [k, v] : queue.resources) (*request.mutable_resources())[k] = v;
-  CallOptions call;
-  call.timeout = std::chrono::hours(24);  // a lease may wait long for resources
+  CallOptions call = CallOptions::UntilDone();  // a lease may wait long for resources
   raylet->Call<rpc::RequestWorkerLeaseReply>(
       ORB_RPC(RequestWorkerLease), request,
       [this, key, raylet, request_id](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {

@@ -197,8 +197,7 @@ void ActorManager::RequestLease(const std::string& actor_id, uint64_t attempt, c
   request.set_language(spec.language());
   request.set_grant_or_reject(spilled);
   request.set_retriable(actors_[actor_id].max_restarts() != 0);
-  CallOptions options;
-  options.timeout = std::chrono::hours(24);  // a lease may queue until resources free up
+  CallOptions options = CallOptions::UntilDone();  // a lease may queue until resources free up
   Raylet(raylet)->Call<rpc::RequestWorkerLeaseReply>(
       ORB_RPC(RequestWorkerLease), request,
       [this, actor_id, attempt, raylet](const absl::Status& status, rpc::RequestWorkerLeaseReply&& reply) {

@@ -19,29 +19,12 @@
 #include "gcs/gcs_grpc_service.h"
 #include "gcs/gcs_handler.h"
 #include "gcs/table_store.h"
+#include "refusing_port.h"
 
 using namespace orb;
 using namespace orb::gcs;
 
 namespace {
-
-// A loopback port that refuses connections: nodes the fuzzer registers point here, so
-// that the GCS's calls to their raylets fail at once instead of waiting on the network.
-int RefusingPort() {
-  static int port = [] {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      std::abort();
-    }
-    return static_cast<int>(ntohs(addr.sin_port));  // bound, never listening; kept open
-  }();
-  return port;
-}
 
 // A registration the handler would take, pointed at the refusing port.
 std::string ToLoopback(const std::string& bytes) {
@@ -50,8 +33,8 @@ std::string ToLoopback(const std::string& bytes) {
     return bytes;
   }
   request.mutable_node()->set_ip("127.0.0.1");
-  request.mutable_node()->set_raylet_port(RefusingPort());
-  if (request.node().call_stream_port() != 0) request.mutable_node()->set_call_stream_port(RefusingPort());
+  request.mutable_node()->set_raylet_port(orb::testing::RefusingPort());
+  if (request.node().call_stream_port() != 0) request.mutable_node()->set_call_stream_port(orb::testing::RefusingPort());
   return request.SerializeAsString();
 }
 

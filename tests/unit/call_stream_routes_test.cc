@@ -21,6 +21,7 @@
 #include "gcs/gcs_grpc_service.h"
 #include "gcs/gcs_handler.h"
 #include "gcs/table_store.h"
+#include "refusing_port.h"
 
 using namespace orb;
 namespace cs = orb::call_stream;
@@ -29,21 +30,6 @@ namespace {
 
 constexpr char kToken[] = "secret";
 const std::set<std::string, std::less<>> kKv = {"KvPut", "KvGet"};
-
-// A port bound on loopback and never listened on: connecting to it is refused.
-int RefusingPort() {
-  static int port = [] {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    return static_cast<int>(ntohs(addr.sin_port));
-  }();
-  return port;
-}
 
 // A GCS (in-memory store) served over gRPC and over the call stream.
 class Gcs {
@@ -113,7 +99,7 @@ std::string Get(RpcClient<rpc::GcsService>& client, const std::string& key) {
 TEST_CASE("routed calls go over the call stream and answer as over gRPC", "[call_stream_routes]") {
   Gcs gcs;
   // The gRPC address refuses connections: only the stream can answer.
-  RpcClient<rpc::GcsService> client("127.0.0.1:" + std::to_string(RefusingPort()), kToken);
+  RpcClient<rpc::GcsService> client("127.0.0.1:" + std::to_string(orb::testing::RefusingPort()), kToken);
   client.RouteOverCallStream(gcs.stream_endpoint(), kKv);
   Put(client, "k", "over the stream");
   CHECK(Get(client, "k") == "over the stream");
@@ -128,7 +114,7 @@ TEST_CASE("routed calls go over the call stream and answer as over gRPC", "[call
 TEST_CASE("a stream that cannot be reached leaves the calls to gRPC", "[call_stream_routes]") {
   Gcs gcs;
   RpcClient<rpc::GcsService> client(gcs.grpc_address(), kToken);
-  client.RouteOverCallStream("127.0.0.1:" + std::to_string(RefusingPort()), kKv);
+  client.RouteOverCallStream("127.0.0.1:" + std::to_string(orb::testing::RefusingPort()), kKv);
   Put(client, "k", "v");  // not retried, yet it falls back: the stream never answered
   CHECK(client.route_state() == RpcClient<rpc::GcsService>::RouteState::kNeverWorked);
   CHECK(Get(client, "k") == "v");

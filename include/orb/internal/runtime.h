@@ -41,12 +41,18 @@ struct ArgData {
   std::vector<RefData> contained_refs;
 };
 
+// TaskOptionsData::strategy: which SchedulingStrategy (orb/scheduling.h) was chosen,
+// as its index in the variant (and rpc::SchedulingOptions::Strategy's number).
+inline constexpr int kStrategyDefault = 0;  // hybrid: pack locally, then spread
+inline constexpr int kStrategySpread = 1;
+inline constexpr int kStrategyNodeAffinity = 2;
+
 struct TaskOptionsData {
   std::map<std::string, double> resources;  // default {"CPU": 1}
   bool resources_set = false;
   int max_retries = 3;
   std::string name;
-  // Scheduling: 0 default (hybrid), 1 spread, 2 node affinity.
+  // Scheduling: the index of the SchedulingStrategy alternative (kStrategy*).
   int strategy = 0;
   std::string affinity_node_id;  // hex
   bool affinity_soft = false;
