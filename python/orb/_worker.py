@@ -18,10 +18,11 @@ import sys
 import threading
 
 from orb import _arguments, _core, _export
-from orb.actor import _is_async_class
+from orb.actor import ActorClass, _is_async_class
 from orb._generator import DynamicObjectRefGenerator
 from orb._serialization import RawValue, Serialized, serialize_error
 from orb.cross_language import pack_value, unpack_value
+from orb.remote_function import RemoteFunction
 
 # The num_returns the core asks of a streaming generator task.
 STREAMING = -1
@@ -49,6 +50,12 @@ def _import(descriptor):
             target = getattr(target, part)
         except AttributeError:
             raise AttributeError("module %r has no %r" % (module_name, name)) from None
+    # Decorated with @orb.remote (as Ray's cross-language modules write them): C++ makes
+    # or calls what is underneath.
+    if isinstance(target, ActorClass):
+        return target._cls
+    if isinstance(target, RemoteFunction):
+        return target._function
     return target
 
 

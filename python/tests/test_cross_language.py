@@ -36,6 +36,9 @@ def test_python_calls_cpp(xlang):
 def test_cpp_calls_python(xlang):
     assert orb.get(orb.cpp_function("TriplePython").remote(7)) == 21
     assert orb.get(orb.cpp_function("CountWithPythonActor").remote(4)) == 4
+    # Classes and functions decorated with @orb.remote: C++ uses what is underneath.
+    assert orb.get(orb.cpp_function("TripleDecoratedPython").remote(5)) == 15
+    assert orb.get(orb.cpp_function("CountWithDecoratedPythonActor").remote(3)) == 3
 
 
 def test_cross_language_errors(xlang):

@@ -21,13 +21,19 @@ std::map<std::string, int> Lengths(std::vector<std::string> words) {
 
 // C++ calling Python: a function, and an actor's methods.
 int TriplePython(int x) { return *orb::Task(orb::PyFunction<int>{"xlang_module", "triple"}).Remote(x).Get(); }
-int CountWithPythonActor(int times) {
-  orb::ActorHandleXlang counter = orb::Actor(orb::PyActorClass{"xlang_module", "PyCounter"}).Remote(100);
+int TripleDecoratedPython(int x) {
+  return *orb::Task(orb::PyFunction<int>{"xlang_module", "decorated_triple"}).Remote(x).Get();
+}
+// `times` calls of incr(1) on a new actor of the Python class `cls` (started at 100).
+int CountWithPythonActorOf(const std::string& cls, int times) {
+  orb::ActorHandleXlang counter = orb::Actor(orb::PyActorClass{"xlang_module", cls}).Remote(100);
   int last = 0;
   for (int i = 0; i < times; ++i) last = *counter.Task(orb::PyActorMethod<int>{"incr"}).Remote(1).Get();
   counter.Kill();
   return last - 100;
 }
+int CountWithPythonActor(int times) { return CountWithPythonActorOf("PyCounter", times); }
+int CountWithDecoratedPythonActor(int times) { return CountWithPythonActorOf("DecoratedCounter", times); }
 // Misuse, for the errors: a wrong argument count, and a result that cannot cross.
 int TriplePythonWithTwoArguments() {
   return *orb::Task(orb::PyFunction<int>{"xlang_module", "triple"}).Remote(1, 2).Get();
@@ -47,6 +53,6 @@ class Counter {
   int n_;
 };
 
-ORB_REMOTE(Plus, Concat, Doubled, Lengths, TriplePython, CountWithPythonActor, TriplePythonWithTwoArguments,
-           CallPythonReturningAnObject);
+ORB_REMOTE(Plus, Concat, Doubled, Lengths, TriplePython, TripleDecoratedPython, CountWithPythonActor,
+           CountWithDecoratedPythonActor, TriplePythonWithTwoArguments, CallPythonReturningAnObject);
 ORB_REMOTE(Counter::Create, &Counter::Add, &Counter::Get);
