@@ -309,9 +309,9 @@ class CoreWorker : public Runtime {
   mutable std::mutex actor_mu_;
   std::string hosted_actor_id_;  // binary; the actor this worker hosts
   bool hosted_actor_restarted_ = false;
-  // Actors this process created that die with it (not detached) and that no count of
+  // Actors this worker created that die with it (not detached) and that no count of
   // handles ends (C++'s; Python's are tracked, TrackActorHandles): while it has any, it
-  // does not exit for idling. Guarded by actor_mu_.
+  // does not exit for idling. Empty in a driver. Guarded by actor_mu_.
   std::set<std::string> untracked_owned_actors_;
   std::mutex gcs_route_mu_;
   std::chrono::steady_clock::time_point next_gcs_route_lookup_;  // guarded by gcs_route_mu_

@@ -51,7 +51,7 @@ std::string CoreWorker::CreateActor(const std::string& factory_name, std::vector
   actor->set_detached(options.lifetime_set ? options.detached : options_.detached_actors_by_default);
   *actor->mutable_creation_spec() = std::move(spec);
   CallGcs<rpc::RegisterActorReply>(ORB_RPC(RegisterActor), request, "cannot create actor " + factory_name);
-  if (!actor->detached()) {
+  if (!actor->detached() && !options_.is_driver) {  // a driver is never asked to exit for idling
     std::lock_guard<std::mutex> lock(actor_mu_);
     untracked_owned_actors_.insert(id.Binary());
   }
