@@ -4,6 +4,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -66,3 +67,22 @@ def cli_cluster():
     """`orb start --head` plus one more node, in a temp root of their own; its address."""
     with started_cli_cluster() as address:
         yield address
+
+
+def alive(pid):
+    """Whether process `pid` still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_until(condition, timeout=20):
+    """Whether `condition()` held within `timeout` seconds, polled."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()

@@ -7,6 +7,7 @@ import time
 import pytest
 
 import orb
+from conftest import alive, wait_until
 
 
 @orb.remote(num_cpus=1)
@@ -39,23 +40,6 @@ class Keeper:
 @orb.remote(num_cpus=0)
 def pid_through(handles):
     return orb.get(handles[0].pid.remote())
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def wait_until(condition, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 def cpus_free():

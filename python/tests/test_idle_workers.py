@@ -7,7 +7,7 @@ import time
 import pytest
 
 import orb
-from conftest import started_cli_cluster
+from conftest import alive, started_cli_cluster, wait_until
 
 IDLE_MS = 1500
 
@@ -18,23 +18,6 @@ def idle_cluster():
         orb.init(address=address)
         yield
         orb.shutdown()
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
-def wait_until(predicate, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 @orb.remote
@@ -51,7 +34,7 @@ def put_and_share():
 def test_an_idle_worker_exits(idle_cluster):
     worker = orb.get(pid.remote())
     assert worker != os.getpid()
-    assert wait_until(lambda: not alive(worker), 20), "a worker idle past the timeout is still running"
+    assert wait_until(lambda: not alive(worker), timeout=20), "a worker idle past the timeout is still running"
 
 
 def test_an_idle_worker_that_owns_objects_in_use_stays_until_they_are_released(idle_cluster):
@@ -60,4 +43,4 @@ def test_an_idle_worker_that_owns_objects_in_use_stays_until_they_are_released(i
     assert alive(owner), "the worker that owns an object in use was stopped for idling"
     assert orb.get(refs[0], timeout=30) == "made by pid %d" % owner
     del refs
-    assert wait_until(lambda: not alive(owner), 20), "the worker stayed after its objects were released"
+    assert wait_until(lambda: not alive(owner), timeout=20), "the worker stayed after its objects were released"

@@ -170,4 +170,26 @@ bool CoreWorker::WasCurrentActorRestarted() const {
   return hosted_actor_restarted_;
 }
 
+// Asked to exit for idling: it stays while what it owns would be lost with it.
+void CoreWorker::HandleExit(const rpc::ExitRequest&, rpc::ExitReply* reply, SendReply send) {
+  // What it owns would be lost with it (results of tasks it submitted, objects it put):
+  // while any is in use it stays, as Ray's worker does.
+  size_t owned = objects_ ? objects_->num_in_scope() : 0;
+  if (owned > 0) {
+    reply->set_why_not("it owns " + std::to_string(owned) + " object(s) still in use");
+    return send(grpc::Status::OK);
+  }
+  // And the actors it created die with it (the GCS ends them when their owner goes).
+  {
+    std::lock_guard<std::mutex> lock(actor_mu_);
+    if (!untracked_owned_actors_.empty()) {
+      reply->set_why_not("it created " + std::to_string(untracked_owned_actors_.size()) + " actor(s) that die with it");
+      return send(grpc::Status::OK);
+    }
+  }
+  reply->set_exiting(true);
+  send(grpc::Status::OK);
+  if (receiver_) receiver_->Stop();
+}
+
 }  // namespace orb
